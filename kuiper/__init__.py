@@ -1,0 +1,43 @@
+"""Kuiper: an educational inference engine for PNNX models, on NumPy and OpenCL.
+
+    import kuiper
+    g = kuiper.load("resnet18.pnnx.param")          # .pnnx.bin is found beside it
+    y = g(x)                                        # x: NumPy array, NCHW float32
+    g = kuiper.load("resnet18.pnnx.param", backend="opencl")
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from kuiper.errors import (
+    ExpressionError, GraphError, InputError, KernelBuildError, KuiperError, ModelFormatError,
+    OpenCLUnavailableError, OperatorError, ShapeError, UnsupportedOperatorError,
+)
+from kuiper.graph import GraphState, Port, RuntimeGraph
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "load", "RuntimeGraph", "GraphState", "Port", "TensorSpec", "register",
+    "KuiperError", "ModelFormatError", "OperatorError", "UnsupportedOperatorError", "ShapeError",
+    "GraphError", "ExpressionError", "OpenCLUnavailableError", "KernelBuildError", "InputError",
+]
+
+
+def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
+         backend: str = "cpu", input_shapes: Sequence[Sequence[int]] | None = None,
+         **backend_options: Any) -> RuntimeGraph:
+    """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
+
+    `input_shapes` overrides the shapes the model was exported with (needed when the export has
+    dynamic dims). OpenCL options: `device="0:1"` (as PYOPENCL_CTX), `out_of_order=True`,
+    `profiling=True`.
+    """
+    graph = RuntimeGraph(param_path, bin_path, backend=backend, **backend_options)
+    graph.init()
+    graph.build(input_shapes)
+    return graph

@@ -1,0 +1,133 @@
+"""Runtime IR: operands (edges) and operators (nodes), as in KuiperInfer.
+
+`RuntimeOperand` is a value flowing between operators: it has exactly one producer and any number
+of consumers. `RuntimeOperator` keeps its inputs and outputs *in order*, so an operator that reads
+the same operand twice (`torch.cat` of x with x) simply lists it twice.
+
+Operators also carry the typed parameter accessors layers use in `from_operator`: each one fails
+with an `OperatorError` naming the operator, the parameter and what was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kuiper.errors import OperatorError
+from parser.values import as_float
+
+if TYPE_CHECKING:
+    from layers.base import Layer
+    from parser.param import OperatorDef
+
+_MISSING = object()
+
+
+@dataclass(eq=False)
+class RuntimeOperand:
+    name: str
+    shape: tuple[int | None, ...] | None = None  # as declared in the file (None dims = '?')
+    dtype: str | None = None                     # pnnx dtype suffix as declared
+    producer: "RuntimeOperator | None" = None
+    consumers: list["RuntimeOperator"] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"RuntimeOperand({self.name!r}, shape={self.shape})"
+
+
+@dataclass(eq=False)
+class RuntimeOperator:
+    name: str
+    type: str
+    params: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    inputs: list[RuntimeOperand] = field(default_factory=list)
+    outputs: list[RuntimeOperand] = field(default_factory=list)
+    input_names: list[str | None] = field(default_factory=list)
+    layer: "Layer | None" = None
+    line: int = 0
+    source: "OperatorDef | None" = None
+
+    def __repr__(self) -> str:
+        return f"RuntimeOperator({self.name!r}, {self.type!r})"
+
+    # --- errors -------------------------------------------------------------------------------
+    def error(self, message: str, cls: type[OperatorError] = OperatorError) -> OperatorError:
+        where = f" (line {self.line})" if self.line else ""
+        return cls(self.name, self.type, message + where)
+
+    # --- typed parameter access ---------------------------------------------------------------
+    def has(self, key: str) -> bool:
+        return key in self.params
+
+    def param(self, key: str, default: Any = _MISSING) -> Any:
+        if key in self.params:
+            return self.params[key]
+        if default is _MISSING:
+            raise self.error(f"parameter '{key}' is missing (have: "
+                             f"{', '.join(sorted(self.params)) or 'none'})")
+        return default
+
+    def int_param(self, key: str, default: Any = _MISSING) -> int:
+        value = self.param(key, default)
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise self.error(f"parameter '{key}' should be an integer, got {value!r}")
+        return int(value)
+
+    def ints_param(self, key: str, n: int | None = None, default: Any = _MISSING) -> list[int]:
+        """A list of ints; a single int (or one-element list) is repeated to length `n`."""
+        value = self.param(key, default)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            value = [int(value)] * (n or 1)
+        if not isinstance(value, (list, tuple)) or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+            raise self.error(f"parameter '{key}' should be a list of integers, got {value!r}")
+        value = [int(v) for v in value]
+        if n is not None and len(value) == 1 and n > 1:
+            value = value * n
+        if n is not None and len(value) != n:
+            raise self.error(f"parameter '{key}' should have {n} values, got {value!r}")
+        return value
+
+    def float_param(self, key: str, default: Any = _MISSING) -> float:
+        value = self.param(key, default)
+        try:
+            return as_float(value)
+        except ValueError:
+            raise self.error(f"parameter '{key}' should be a number, got {value!r}") from None
+
+    def bool_param(self, key: str, default: Any = _MISSING) -> bool:
+        value = self.param(key, default)
+        if isinstance(value, bool):
+            return value
+        if value in (0, 1):  # old pnnx files write bias=1
+            return bool(value)
+        raise self.error(f"parameter '{key}' should be True or False, got {value!r}")
+
+    def str_param(self, key: str, default: Any = _MISSING, choices: tuple[str, ...] | None = None
+                  ) -> str:
+        value = self.param(key, default)
+        if not isinstance(value, str):
+            raise self.error(f"parameter '{key}' should be a string, got {value!r}")
+        if choices is not None and value not in choices:
+            raise self.error(f"parameter '{key}' is '{value}', expected one of "
+                             f"{', '.join(choices)}")
+        return value
+
+    def weight(self, key: str, shape: tuple[int, ...] | None = None,
+               optional: bool = False) -> np.ndarray | None:
+        """A weight from the .bin, optionally checked against the shape the layer expects."""
+        if key not in self.attributes:
+            if optional:
+                return None
+            raise self.error(f"weight '@{key}' is missing (have: "
+                             f"{', '.join('@' + k for k in self.attributes) or 'none'})")
+        array = self.attributes[key]
+        if shape is not None and tuple(array.shape) != tuple(shape):
+            raise self.error(f"weight '@{key}' has shape {tuple(array.shape)}, expected "
+                             f"{tuple(shape)}")
+        return array

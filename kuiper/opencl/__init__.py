@@ -1,0 +1,1 @@
+"""The OpenCL backend: device choice, program cache, layer base class and graph executor."""

@@ -1,0 +1,124 @@
+"""Helpers for testing layers and models: write a one-operator PNNX model, run it, compare.
+
+Used by Kuiper's own tests and meant for anyone adding a layer:
+
+    out, = run_operator("nn.ReLU", [x], backend="opencl")
+    assert_close(out, torch.relu(torch.from_numpy(x)).numpy())
+
+`run_operator` goes through the real path (param text -> zip -> parser -> graph -> layer), so a
+layer that passes here also loads from a real export.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from typing import Any, Sequence
+
+import numpy as np
+
+# Tolerance rule for float32 results, stated once: max |actual - expected| must not exceed
+# RTOL * max(1, max |expected|). Float32 has ~7 significant digits; GEMMs of a few thousand terms
+# summed in a different order than PyTorch's lose 2-3 of them.
+RTOL = 1e-4
+
+_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+           np.dtype(np.float16): "f16", np.dtype(np.int64): "i64", np.dtype(np.int32): "i32",
+           np.dtype(np.int16): "i16", np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8",
+           np.dtype(np.bool_): "bool"}
+
+
+def tolerance(expected: np.ndarray, rtol: float = RTOL) -> float:
+    ref = np.abs(np.asarray(expected, dtype=np.float64))
+    return rtol * max(1.0, float(ref.max()) if ref.size else 1.0)
+
+
+def max_abs_diff(actual: Any, expected: Any) -> float:
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    if a.size == 0:
+        return 0.0
+    both_nan = np.isnan(a) & np.isnan(e)
+    diff = np.where(both_nan, 0.0, np.abs(a - e))
+    return float(np.nan_to_num(diff, nan=np.inf).max())
+
+
+def assert_close(actual: Any, expected: Any, rtol: float = RTOL, what: str = "output") -> None:
+    """Shape, then values under the tolerance rule; the message shows the worst elements."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, (
+        f"{what}: shape {actual.shape} != expected {expected.shape}")
+    diff, tol = max_abs_diff(actual, expected), tolerance(expected, rtol)
+    if diff > tol:
+        a64, e64 = actual.astype(np.float64), expected.astype(np.float64)
+        err = np.abs(a64 - e64)
+        worst = np.argsort(np.nan_to_num(err, nan=np.inf).ravel())[::-1][:5]
+        rows = "\n".join(f"  at {np.unravel_index(i, actual.shape)}: got {a64.flat[i]:.7g}, "
+                         f"expected {e64.flat[i]:.7g}" for i in worst)
+        raise AssertionError(f"{what}: max abs difference {diff:.3g} > tolerance {tol:.3g}\n"
+                             + rows)
+
+
+def _format_value(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return f"{value:e}"
+    if isinstance(value, (list, tuple)):
+        return "(" + ",".join(_format_value(v) for v in value) + ")"
+    return str(value)
+
+
+def _shape_token(shape: Sequence[int], dtype: np.dtype) -> str:
+    return "(" + ",".join(str(d) for d in shape) + ")" + _SUFFIX[np.dtype(dtype)]
+
+
+def write_operator_model(folder: str | os.PathLike, op_type: str,
+                         inputs: Sequence[np.ndarray], params: dict[str, Any] | None = None,
+                         weights: dict[str, np.ndarray] | None = None, n_outputs: int = 1,
+                         name: str = "op0") -> str:
+    """Write `<folder>/model.pnnx.param` + `.bin` with one operator between inputs and outputs.
+
+    Returns the .param path. Parameter values are written as pnnx writes them; pass raw strings
+    for values the generic writer does not cover (e.g. `expr`).
+    """
+    params, weights = params or {}, weights or {}
+    lines, n_ops = [], len(inputs) + 2
+    ins = [str(i) for i in range(len(inputs))]
+    outs = [str(len(inputs) + k) for k in range(n_outputs)]
+    for i, x in enumerate(inputs):
+        lines.append(f"pnnx.Input pnnx_input_{i} 0 1 {ins[i]} #{ins[i]}="
+                     f"{_shape_token(np.shape(x), np.asarray(x).dtype)}")
+    tokens = [f"{k}={_format_value(v)}" for k, v in sorted(params.items())]
+    tokens += [f"@{k}={_shape_token(w.shape, w.dtype)}" for k, w in weights.items()]
+    lines.append(f"{op_type} {name} {len(ins)} {len(outs)} {' '.join(ins)} {' '.join(outs)} "
+                 + " ".join(tokens))
+    lines.append(f"pnnx.Output pnnx_output_0 {len(outs)} 0 {' '.join(outs)}")
+    param_path = os.path.join(folder, "model.pnnx.param")
+    with open(param_path, "w") as f:
+        f.write(f"7767517\n{n_ops} {len(ins) + len(outs)}\n" + "\n".join(lines) + "\n")
+    with zipfile.ZipFile(os.path.join(folder, "model.pnnx.bin"), "w", zipfile.ZIP_STORED) as z:
+        for k, w in weights.items():
+            z.writestr(f"{name}.{k}", np.ascontiguousarray(w).tobytes())
+    return param_path
+
+
+def run_operator(op_type: str, inputs: Sequence[np.ndarray], params: dict[str, Any] | None = None,
+                 weights: dict[str, np.ndarray] | None = None, n_outputs: int = 1,
+                 backend: str = "cpu", allow_fallback: bool = False, **options: Any) -> list:
+    """Run one operator through the whole loading path on `backend`; returns its outputs.
+
+    On OpenCL a layer that silently fell back to the CPU would make the test meaningless, so
+    that is an error unless `allow_fallback`.
+    """
+    import kuiper
+
+    with tempfile.TemporaryDirectory(prefix="kuiper-op-") as folder:
+        path = write_operator_model(folder, op_type, inputs, params, weights, n_outputs)
+        graph = kuiper.load(path, backend=backend, **options)
+        if graph.fallbacks and not allow_fallback:
+            raise AssertionError(f"{op_type} has no {backend} layer: it fell back to the CPU")
+        return graph.forward(*inputs)

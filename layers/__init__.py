@@ -1,0 +1,1 @@
+"""Layers: one class per operator family; `cpu/` NumPy reference, `opencl/` device twins."""

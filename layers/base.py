@@ -1,0 +1,70 @@
+"""The Layer interface every operator implements.
+
+A layer is created once per operator when the graph is built:
+
+    layer = LayerClass.from_operator(op)   # read params/weights; fail early and clearly
+    specs = layer.infer(input_specs)       # output shapes/dtypes for *these* input shapes
+    outs  = layer.forward(inputs)          # compute (NumPy arrays on the CPU backend)
+
+`infer` is separate from `forward` so the graph knows every shape before it runs anything: that
+is what lets the OpenCL backend allocate every buffer and bind every kernel argument up front,
+and what lets a model exported at 1x3x224x224 run at 4x3x160x160.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+from kuiper.errors import ShapeError
+from kuiper.ir import RuntimeOperator
+from kuiper.tensor_spec import TensorSpec
+
+
+class Layer:
+    op_types: ClassVar[tuple[str, ...]] = ()
+    backend: ClassVar[str] = "cpu"
+
+    def __init__(self, op: RuntimeOperator):
+        self.op = op
+        self.name = op.name
+        self.type = op.type
+
+    @classmethod
+    def from_operator(cls, op: RuntimeOperator) -> "Layer":
+        """Read parameters and weights. Subclasses override and call `cls(op)` themselves."""
+        return cls(op)
+
+    def infer(self, inputs: Sequence[TensorSpec]) -> list[TensorSpec]:
+        raise NotImplementedError(f"{type(self).__name__}.infer")
+
+    def forward(self, inputs: Sequence[Any]) -> list[Any]:
+        raise NotImplementedError(f"{type(self).__name__}.forward")
+
+    def flops(self, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> int:
+        """Multiply-adds counted as 2 FLOPs; 0 for data movement. Used by summary()."""
+        return 0
+
+    # --- helpers for subclasses ---------------------------------------------------------------
+    def shape_error(self, message: str) -> ShapeError:
+        return self.op.error(message, ShapeError)  # type: ignore[return-value]
+
+    def expect_inputs(self, inputs: Sequence[Any], *counts: int) -> None:
+        if len(inputs) not in counts:
+            want = " or ".join(str(c) for c in counts)
+            raise self.op.error(f"expected {want} input(s), got {len(inputs)}")
+
+    def expect_rank(self, spec: TensorSpec, *ranks: int, what: str = "input") -> None:
+        if len(spec.shape) not in ranks:
+            want = " or ".join(f"{r}-D" for r in ranks)
+            raise self.shape_error(f"{what} should be {want}, got shape {spec.shape}")
+
+
+class ElementwiseLayer(Layer):
+    """One input, one output of the same shape and dtype: activations and friends."""
+
+    def infer(self, inputs: Sequence[TensorSpec]) -> list[TensorSpec]:
+        self.expect_inputs(inputs, 1)
+        return [TensorSpec(inputs[0].shape, inputs[0].dtype)]
+
+    def flops(self, inputs, outputs) -> int:
+        return outputs[0].numel

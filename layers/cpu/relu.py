@@ -1,0 +1,14 @@
+"""ReLU: max(x, 0). The smallest layer, and the model for every elementwise one."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.registry import register
+from layers.base import ElementwiseLayer
+
+
+@register("nn.ReLU", "F.relu", backend="cpu")
+class ReLU(ElementwiseLayer):
+    def forward(self, inputs):
+        return [np.maximum(inputs[0], 0, dtype=inputs[0].dtype)]

@@ -1,0 +1,1 @@
+"""OpenCL layers, twins of `layers/cpu`, with kernels in `clkernels/<stem>.cl`."""

@@ -1,0 +1,18 @@
+"""ReLU on OpenCL: the model for elementwise twins (subclass the CPU layer, bind once)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import relu
+
+
+@register("nn.ReLU", "F.relu", backend="opencl")
+class ReLU(OpenCLLayer, relu.ReLU):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        n = out_specs[0].numel
+        kernel = self.kernel("relu")
+        kernel.set_args(inputs[0].data, outputs[0].data, np.int32(n))
+        self.launches = [Launch(kernel, (round_up(n, 64),))]

@@ -1,0 +1,10 @@
+"""Readers for PNNX files: the `.pnnx.param` text, the `.pnnx.bin` zip, and expressions."""
+
+from parser.binfile import WeightArchive
+from parser.param import AttributeDecl, OperatorDef, ParamFile, read_param, parse_param_text
+from parser.values import parse_value, parse_dtype_suffix, DTYPES
+
+__all__ = [
+    "WeightArchive", "AttributeDecl", "OperatorDef", "ParamFile", "read_param",
+    "parse_param_text", "parse_value", "parse_dtype_suffix", "DTYPES",
+]

@@ -1,0 +1,66 @@
+"""Shared fixtures.
+
+`backend`: every layer and model test body runs once per backend ("cpu", "opencl").
+`rng`: a seeded NumPy generator, so every failure reproduces.
+`export_model`: export a PyTorch module with pnnx once per test session (cached by name).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+BACKENDS = ["cpu", "opencl"]
+
+
+def opencl_available() -> bool:
+    try:
+        from kuiper.opencl.runtime import choose_device
+        choose_device()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "no device"
+        return False
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    if request.param == "opencl" and not opencl_available():
+        pytest.skip("no OpenCL device: install pocl-binary-distribution (it is a dependency "
+                    "of kuiper, so this means the OpenCL driver failed to load)")
+    return request.param
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session")
+def export_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pnnx-exports")
+
+
+@pytest.fixture(scope="session")
+def export_model(export_dir):
+    """export_model(name, module, example_inputs) -> path of <name>.pnnx.param (cached)."""
+    cache: dict[str, Path] = {}
+
+    def export(name: str, module, inputs, **kwargs) -> Path:
+        if name not in cache:
+            from tests.models.export import export_with_pnnx
+            cache[name] = export_with_pnnx(export_dir / name, module, inputs, **kwargs)
+        return cache[name]
+
+    return export
+
+
+def pytest_configure(config):
+    os.environ.setdefault("PYOPENCL_NO_CACHE", "0")
