@@ -62,7 +62,7 @@ class ExpressionError(KuiperError):
     def __init__(self, expr: str, column: int, message: str):
         caret = " " * column + "^"
         super().__init__(f"{message} at column {column}\n    {expr}\n    {caret}")
-        self.expr, self.column = expr, column
+        self.expr, self.column, self.message = expr, column, message
 
 
 class OpenCLUnavailableError(KuiperError):

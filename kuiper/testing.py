@@ -31,6 +31,7 @@ _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
 
 def tolerance(expected: np.ndarray, rtol: float = RTOL) -> float:
     ref = np.abs(np.asarray(expected, dtype=np.float64))
+    ref = ref[np.isfinite(ref)]  # an expected inf must not make every difference acceptable
     return rtol * max(1.0, float(ref.max()) if ref.size else 1.0)
 
 
@@ -39,8 +40,9 @@ def max_abs_diff(actual: Any, expected: Any) -> float:
     e = np.asarray(expected, dtype=np.float64)
     if a.size == 0:
         return 0.0
-    both_nan = np.isnan(a) & np.isnan(e)
-    diff = np.where(both_nan, 0.0, np.abs(a - e))
+    same = (np.isnan(a) & np.isnan(e)) | (a == e)  # equal infinities count as equal
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a - e))
     return float(np.nan_to_num(diff, nan=np.inf).max())
 
 
@@ -79,19 +81,25 @@ def _shape_token(shape: Sequence[int], dtype: np.dtype) -> str:
 def write_operator_model(folder: str | os.PathLike, op_type: str,
                          inputs: Sequence[np.ndarray], params: dict[str, Any] | None = None,
                          weights: dict[str, np.ndarray] | None = None, n_outputs: int = 1,
-                         name: str = "op0") -> str:
+                         name: str = "op0", constants: Sequence[int] = ()) -> str:
     """Write `<folder>/model.pnnx.param` + `.bin` with one operator between inputs and outputs.
 
     Returns the .param path. Parameter values are written as pnnx writes them; pass raw strings
-    for values the generic writer does not cover (e.g. `expr`).
+    for values the generic writer does not cover (e.g. `expr`). Inputs whose positions are in
+    `constants` are written as `pnnx.Attribute` operators instead of graph inputs, so their
+    values are known at build time (like a shape list computed from `size(...)`).
     """
     params, weights = params or {}, weights or {}
     lines, n_ops = [], len(inputs) + 2
     ins = [str(i) for i in range(len(inputs))]
     outs = [str(len(inputs) + k) for k in range(n_outputs)]
     for i, x in enumerate(inputs):
-        lines.append(f"pnnx.Input pnnx_input_{i} 0 1 {ins[i]} #{ins[i]}="
-                     f"{_shape_token(np.shape(x), np.asarray(x).dtype)}")
+        token = _shape_token(np.shape(x), np.asarray(x).dtype)
+        if i in constants:
+            lines.append(f"pnnx.Attribute pnnx_const_{i} 0 1 {ins[i]} @data={token} "
+                         f"#{ins[i]}={token}")
+        else:
+            lines.append(f"pnnx.Input pnnx_input_{i} 0 1 {ins[i]} #{ins[i]}={token}")
     tokens = [f"{k}={_format_value(v)}" for k, v in sorted(params.items())]
     tokens += [f"@{k}={_shape_token(w.shape, w.dtype)}" for k, w in weights.items()]
     lines.append(f"{op_type} {name} {len(ins)} {len(outs)} {' '.join(ins)} {' '.join(outs)} "
@@ -103,22 +111,28 @@ def write_operator_model(folder: str | os.PathLike, op_type: str,
     with zipfile.ZipFile(os.path.join(folder, "model.pnnx.bin"), "w", zipfile.ZIP_STORED) as z:
         for k, w in weights.items():
             z.writestr(f"{name}.{k}", np.ascontiguousarray(w).tobytes())
+        for i in constants:
+            z.writestr(f"pnnx_const_{i}.data", np.ascontiguousarray(inputs[i]).tobytes())
     return param_path
 
 
 def run_operator(op_type: str, inputs: Sequence[np.ndarray], params: dict[str, Any] | None = None,
                  weights: dict[str, np.ndarray] | None = None, n_outputs: int = 1,
-                 backend: str = "cpu", allow_fallback: bool = False, **options: Any) -> list:
+                 backend: str = "cpu", allow_fallback: bool = False,
+                 constants: Sequence[int] = (), **options: Any) -> list:
     """Run one operator through the whole loading path on `backend`; returns its outputs.
 
     On OpenCL a layer that silently fell back to the CPU would make the test meaningless, so
-    that is an error unless `allow_fallback`.
+    that is an error unless `allow_fallback`. `constants`: positions of inputs given as
+    build-time constants (see `write_operator_model`); the others are fed to the graph.
     """
     import kuiper
 
     with tempfile.TemporaryDirectory(prefix="kuiper-op-") as folder:
-        path = write_operator_model(folder, op_type, inputs, params, weights, n_outputs)
+        path = write_operator_model(folder, op_type, inputs, params, weights, n_outputs,
+                                    constants=constants)
         graph = kuiper.load(path, backend=backend, **options)
-        if graph.fallbacks and not allow_fallback:
+        # Only the operator under test counts (constants are folded, never run).
+        if any(op.name == "op0" for op in graph.fallbacks) and not allow_fallback:
             raise AssertionError(f"{op_type} has no {backend} layer: it fell back to the CPU")
-        return graph.forward(*inputs)
+        return graph.forward(*[x for i, x in enumerate(inputs) if i not in constants])

@@ -48,7 +48,7 @@ def parse_value(text: str) -> object:
     """Decode one parameter value; never raises (unknown shapes stay strings)."""
     if text in ("None", "()", "[]"):
         return None
-    if text[:1] in "([" and text[-1:] in ")]":
+    if text and text[0] in "([" and text[-1] in ")]":  # ("" in "([" is True in Python)
         inner = text[1:-1]
         return [_scalar(t) for t in inner.split(",") if t != ""]
     return _scalar(text)

@@ -87,7 +87,7 @@ class OpenCLExecutor:
             if all(s.known for s in out_specs):
                 self.folded.add(op.name)
                 for operand, spec in zip(op.outputs, out_specs):
-                    self.arrays[operand.name] = (rt.to_device(np.asarray(spec.value))
+                    self.arrays[operand.name] = (rt.to_device(np.asarray(spec.value, spec.dtype))
                                                  if _is_numeric(spec) else None)
                 continue
             in_specs = [specs[o.name] for o in op.inputs]
@@ -133,6 +133,16 @@ class OpenCLExecutor:
             results.append(self._download(operand.name, events.get(operand.name, [])))
         queue.finish()  # the one host wait of the inference
         return results
+
+    def operator_events(self) -> list[tuple["RuntimeOperator", list]]:
+        """Each operator's OpenCL events of the last run, in execution order.
+
+        On a queue made with `profiling=True`, `event.profile.start/end` (ns) time every kernel
+        on the device (`kuiper bench`). A CPU fallback lists only its upload copies.
+        """
+        return [(op, list(runner.events) if hasattr(runner, "events") else
+                 list(self.last_events.get(op.outputs[0].name, []) if op.outputs else []))
+                for op, runner in self.steps]
 
     def _download(self, name: str, wait_for: list):
         array = self.arrays.get(name)

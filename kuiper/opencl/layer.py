@@ -80,9 +80,11 @@ class OpenCLLayer(Layer):
         `wait_for` (the producers' events), so the layer is correct on an out-of-order queue."""
         cl = self.runtime.cl
         events = list(wait_for)
+        self.events = []  # every launch of this run: a profiling queue times them (kuiper bench)
         for launch in self.launches:
             event = cl.enqueue_nd_range_kernel(queue, launch.kernel, launch.global_size,
                                                launch.local_size, wait_for=events or None)
+            self.events.append(event)
             events = [event]
         return events
 

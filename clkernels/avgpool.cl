@@ -1,0 +1,40 @@
+// Average pooling over a plane view: x is (planes, H, W), y is (planes, OH, OW); a 1-D pool
+// arrives with H = OH = 1 and a trivial H window. One work-item per output element.
+//
+// The divisor follows PyTorch (see layers/cpu/avgpool.py): a window is first cut at the padded
+// edge (that count is used when count_include_pad != 0), then at the real input (the count
+// otherwise); divisor_override > 0 replaces both.
+
+__kernel void avgpool(__global const float *x, __global float *y,
+                      const int n, const int H, const int W, const int OH, const int OW,
+                      const int kh, const int kw, const int sh, const int sw,
+                      const int ph, const int pw,
+                      const int count_include_pad, const int divisor_override)
+{
+    const int i = get_global_id(0);
+    if (i >= n)
+        return;
+    const int ox = i % OW;
+    const int oy = (i / OW) % OH;
+    const int plane = i / (OW * OH);
+
+    int y0 = oy * sh - ph, x0 = ox * sw - pw;
+    int y1 = min(y0 + kh, H + ph), x1 = min(x0 + kw, W + pw);
+    const int padded_taps = (y1 - y0) * (x1 - x0);
+    y0 = max(y0, 0);
+    x0 = max(x0, 0);
+    y1 = min(y1, H);
+    x1 = min(x1, W);
+
+    __global const float *src = x + (long)plane * H * W;
+    float sum = 0.0f;
+    for (int iy = y0; iy < y1; ++iy)
+        for (int ix = x0; ix < x1; ++ix)
+            sum += src[iy * W + ix];
+
+    int divisor = divisor_override;
+    if (divisor == 0)
+        divisor = count_include_pad ? padded_taps : (y1 - y0) * (x1 - x0);
+    // An empty window (impossible with PyTorch's size rules, but never divide by zero).
+    y[i] = divisor != 0 ? sum / (float)divisor : 0.0f;
+}

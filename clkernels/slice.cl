@@ -1,0 +1,2 @@
+// Tensor.slice, Tensor.select, torch.narrow: a strided copy through the indexed view.
+#include "strided.h"

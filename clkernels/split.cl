@@ -1,0 +1,2 @@
+// split, chunk, tensor_split, unbind: one strided copy per output piece.
+#include "strided.h"

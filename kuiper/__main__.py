@@ -1,0 +1,5 @@
+"""`python -m kuiper ...` is the same as the `kuiper` command."""
+
+from kuiper.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,343 @@
+"""`kuiper bench`: how fast is a model on each backend, where does the time go, and how does that
+compare with PyTorch and onnxruntime on the same machine, in the same run?
+
+Method (what makes the numbers worth writing down):
+- the same seeded input for every column; `--warmup` untimed runs first (OpenCL compiles and
+  binds, caches warm up), then `--repeat` timed runs of one whole inference each;
+- we report the median (typical) and the min (best case, least disturbed by other processes)
+  rather than the mean, which one hiccup can move;
+- every column is checked against the first one (max |diff|), so a fast wrong answer shows;
+- PyTorch and onnxruntime get `--threads` threads (default 2), and so do NumPy's BLAS calls
+  when threadpoolctl is installed: ratios are only fair at equal thread counts;
+- per operator: on the CPU each layer is timed through `graph.forward(observer=...)`; on OpenCL
+  the kernels are timed on the device from profiling events (`event.profile.start/end`), so the
+  host's enqueue overhead is not counted there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from kuiper.errors import KuiperError, OpenCLUnavailableError
+
+REFERENCES = ("torch", "onnxruntime")
+PROFILE_RUNS = 5
+
+
+@dataclass
+class Column:
+    """One row of the results table: a backend or a reference framework."""
+
+    label: str
+    runs: list[float] = field(default_factory=list)  # seconds
+    outputs: list = field(default_factory=list)
+    profile: dict[str, float] = field(default_factory=dict)  # operator name -> seconds
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+    @property
+    def best(self) -> float:
+        return min(self.runs)
+
+
+def comma_list(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """argparse type: 'a,b' -> ['a', 'b'], each one of `allowed` (else a usage error)."""
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        unknown = [t for t in items if t not in allowed]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {', '.join(unknown)} (choose from "
+                                             f"{', '.join(allowed)})")
+        return items
+    return parse
+
+
+def add_parser(sub) -> None:
+    from kuiper.cli import shape_list
+
+    p = sub.add_parser("bench", help="time a model per backend and per operator, against "
+                       "PyTorch and onnxruntime", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="path of the .pnnx.param")
+    p.add_argument("--backends", type=comma_list(("cpu", "opencl")), default=["cpu", "opencl"],
+                   help="Kuiper backends to time (default: cpu,opencl)")
+    p.add_argument("--against", type=comma_list(REFERENCES), default=[],
+                   help="references: torch (pnnx's <stem>_pnnx.py beside the model) and/or "
+                   "onnxruntime (the .pnnx.onnx beside it)")
+    p.add_argument("--repeat", type=int, default=20, help="timed runs (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed runs first "
+                   "(default: %(default)s)")
+    p.add_argument("--threads", type=int, default=2, help="threads for PyTorch, onnxruntime "
+                   "and NumPy's BLAS (default: %(default)s)")
+    p.add_argument("--input-shape", type=shape_list, metavar="SHAPE",
+                   help="input size, e.g. 1x3x224x224 (default: the exported one)")
+    p.add_argument("--device", help="OpenCL device (see `kuiper devices`)")
+    p.add_argument("--top", type=int, default=15, help="operators listed in the profile "
+                   "(default: %(default)s; 0 hides the profile)")
+    p.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.repeat < 1 or args.warmup < 0 or args.threads < 1:
+        raise KuiperError("--repeat and --threads must be at least 1, --warmup at least 0")
+    return benchmark(args.model, args.backends, args.against, args.repeat, args.warmup,
+                     args.threads, args.input_shape, args.device, args.top)
+
+
+# --- timing ---------------------------------------------------------------------------------
+def blas_threads(threads: int):
+    """Limit NumPy's BLAS to `threads` when threadpoolctl is installed (else: leave it)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=threads, user_api="blas")
+
+
+def timed(column: Column, run: Callable[[], object], warmup: int, repeat: int, advance) -> None:
+    for _ in range(warmup):
+        run()
+        advance()
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        column.runs.append(time.perf_counter() - start)
+        advance()
+
+
+def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict,
+                 advance) -> Column:
+    import kuiper
+
+    options = {"profiling": True} if backend == "opencl" else {}
+    if backend == "opencl" and args["device"]:
+        options["device"] = args["device"]
+    graph = kuiper.load(path, backend=backend,
+                        input_shapes=[x.shape for x in inputs], **options)
+    label = f"kuiper {backend}"
+    if backend == "opencl":
+        label += f" ({graph.executor.runtime.device.name.strip()})"
+    column = Column(label)
+    if graph.fallbacks:
+        column.note = f"{len(graph.fallbacks)} operator(s) fall back to the CPU"
+    column.outputs = graph.forward(*inputs)
+    timed(column, lambda: graph.forward(*inputs), args["warmup"], args["repeat"], advance)
+    if args["top"] > 0:
+        column.profile = (opencl_profile(graph, inputs) if backend == "opencl"
+                          else cpu_profile(graph, inputs))
+    return column
+
+
+def cpu_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
+    """Median wall time of each layer's forward() over a few runs (the observer hook)."""
+    samples: dict[str, list[float]] = {}
+
+    def observe(op, outputs, seconds):
+        samples.setdefault(op.name, []).append(seconds)
+
+    for _ in range(PROFILE_RUNS):
+        graph.forward(*inputs, observer=observe)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def opencl_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
+    """Median device time of each operator's kernels, from the profiling events of a few runs."""
+    samples: dict[str, list[float]] = {}
+    for _ in range(PROFILE_RUNS):
+        graph.forward(*inputs)
+        for op, events in graph.executor.operator_events():
+            ns = sum(e.profile.end - e.profile.start for e in events)
+            samples.setdefault(op.name, []).append(ns * 1e-9)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def bench_torch(path: str, inputs: list[np.ndarray], args: dict, advance) -> Column:
+    import torch
+
+    from kuiper.reference import load_torch_reference, run_torch_reference
+
+    torch.set_num_threads(args["threads"])
+    model = load_torch_reference(path)
+    column = Column(f"torch {torch.__version__} ({threads_label(args['threads'])})")
+    column.outputs = run_torch_reference(model, inputs)
+    tensors = [torch.from_numpy(x) for x in inputs]
+
+    def run():
+        with torch.inference_mode():
+            model(*tensors)
+
+    timed(column, run, args["warmup"], args["repeat"], advance)
+    return column
+
+
+def onnx_path(param_path: str) -> Path:
+    """pnnx writes `model.pnnx.onnx` beside `model.pnnx.param`."""
+    p = Path(param_path)
+    return p.with_name(p.name[: -len(".param")] + ".onnx" if p.name.endswith(".param")
+                       else p.name + ".onnx")
+
+
+def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict, advance) -> Column:
+    import onnxruntime as ort
+
+    model = onnx_path(path)
+    if not model.exists():
+        raise KuiperError(f"{model} not found: pnnx writes it beside the .pnnx.param")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args["threads"]
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    feed = {i.name: x for i, x in zip(session.get_inputs(), inputs)}
+    column = Column(f"onnxruntime {ort.__version__} ({threads_label(args['threads'])})")
+    column.outputs = session.run(None, feed)
+    timed(column, lambda: session.run(None, feed), args["warmup"], args["repeat"], advance)
+    return column
+
+
+# --- the command ----------------------------------------------------------------------------
+def machine_line() -> str:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (f"{cpu}, {os.cpu_count()} logical cores, Python {platform.python_version()}, "
+            f"NumPy {np.__version__}")
+
+
+def progress_bar():
+    """A rich progress bar on stderr when it is a terminal; a silent stand-in otherwise."""
+    try:
+        from rich.console import Console
+        from rich.progress import Progress
+    except ImportError:
+        return None
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return None
+    return Progress(console=console, transient=True)
+
+
+def benchmark(path: str, backends: list[str], against: list[str], repeat: int, warmup: int,
+              threads: int, input_shapes=None, device: str | None = None, top: int = 15) -> int:
+    import kuiper
+    from kuiper.inputs import random_inputs
+    from kuiper.summary import human
+
+    probe = kuiper.load(path, input_shapes=input_shapes)  # shapes, FLOPs; fails early if bad
+    inputs = random_inputs(probe.inputs)
+    flops = sum(r["flops"] for r in probe_rows(probe))
+    print(f"model: {path}")
+    print("input: " + ", ".join(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in inputs)
+          + f"; {human(flops)}FLOPs per inference")
+    print(f"machine: {machine_line()}")
+    print(f"{warmup} warm-up run(s), then median and min of {repeat} timed run(s)\n")
+
+    args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top}
+    jobs: list[tuple[str, Callable]] = []
+    for b in backends:
+        jobs.append((f"kuiper {b}", lambda adv, b=b: bench_kuiper(path, b, inputs, args, adv)))
+    runners = {"torch": bench_torch, "onnxruntime": bench_onnxruntime}
+    for ref in against:
+        jobs.append((ref, lambda adv, ref=ref: runners[ref](path, inputs, args, adv)))
+
+    columns: list[Column] = []
+    skipped: list[str] = []
+    bar = progress_bar()
+    with bar if bar is not None else contextlib.nullcontext(), blas_threads(threads):
+        for name, job in jobs:
+            task = bar.add_task(name, total=warmup + repeat) if bar is not None else None
+            advance = (lambda t=task: bar.advance(t)) if bar is not None else (lambda: None)
+            try:
+                columns.append(job(advance))
+            except OpenCLUnavailableError as e:
+                skipped.append(f"{name}: skipped, {e}")
+            except Exception as e:  # noqa: BLE001 - a reference failing must not stop the bench
+                if name.startswith("kuiper"):
+                    raise
+                skipped.append(f"{name}: skipped, {why(e)}")
+    report(columns, skipped, probe, top)
+    return 0
+
+
+def why(error: Exception) -> str:
+    if isinstance(error, ImportError):
+        module = error.name or str(error)
+        hint = "pip install torch==2.13.0" if module == "torch" else f"pip install {module}"
+        return f"{module} is not installed ({hint})"
+    if isinstance(error, KuiperError):
+        return str(error)
+    return f"it failed: {type(error).__name__}: {error}"
+
+
+def probe_rows(graph) -> list[dict]:
+    from kuiper.summary import operator_rows
+    return operator_rows(graph)
+
+
+def report(columns: list[Column], skipped: list[str], probe, top: int) -> None:
+    from kuiper.cli import print_table
+    from kuiper.testing import max_abs_diff
+
+    for line in skipped:
+        print(line)
+    if not columns:
+        print("nothing was measured")
+        return
+    ref = next((c for c in columns if c.label.startswith("torch")), columns[0])
+    first = columns[0]
+    rows = [("", "median ms", "min ms", f"vs {ref.label.split()[0]}", "max |diff|", "")]
+    for c in columns:
+        diffs = [max_abs_diff(a, b) for a, b in zip(c.outputs, first.outputs)]
+        rows.append((c.label, f"{c.median * 1e3:.3f}", f"{c.best * 1e3:.3f}",
+                     f"{c.median / ref.median:.2f}x", f"{max(diffs, default=0.0):.2g}", c.note))
+    print_table(rows)
+    print(f"\n'vs {ref.label.split()[0]}' = median / median of {ref.label.split()[0]} "
+          "(below 1: faster); max |diff| is against the first row's outputs")
+
+    profiled = [c for c in columns if c.profile]
+    if top <= 0 or not profiled:
+        return
+    ops = {op.name: op for op in probe.order}
+    key = profiled[0].profile
+    names = sorted(key, key=lambda n: -key[n])
+    total = {c.label: sum(c.profile.values()) for c in profiled}
+    print(f"\nper-operator time (ms), top {min(top, len(names))} of {len(names)} by "
+          f"{profiled[0].label}; cpu: layer wall time, opencl: kernel time on the device")
+    rows = [("operator", "type") + tuple(c.label.split(" (")[0] for c in profiled) + ("share",)]
+    for name in names[:top]:
+        op_type = ops[name].type if name in ops else "?"
+        rows.append((name, op_type) + tuple(f"{c.profile.get(name, 0.0) * 1e3:.3f}"
+                                            for c in profiled)
+                    + (f"{key[name] / total[profiled[0].label]:.0%}"
+                       if total[profiled[0].label] else "-",))
+    rest = names[top:]
+    if rest:
+        rows.append((f"({len(rest)} more)", "") + tuple(
+            f"{sum(c.profile.get(n, 0.0) for n in rest) * 1e3:.3f}" for c in profiled) + ("",))
+    rows.append(("total", "") + tuple(f"{total[c.label] * 1e3:.3f}" for c in profiled) + ("",))
+    print_table(rows)
+    fallbacks = [c for c in profiled if c.note and c.label.startswith("kuiper opencl")]
+    if fallbacks:
+        print("(OpenCL operators that fall back to the CPU show only their copy time)")
+    sys.stdout.flush()
+
+
+def threads_label(n: int) -> str:
+    return f"{n} thread" + ("s" if n != 1 else "")

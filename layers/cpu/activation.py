@@ -1,0 +1,250 @@
+"""Elementwise activations: one tiny class per PyTorch activation, all on one base class.
+
+Every activation reads at most three float parameters and applies `y = f(x)` to each element,
+so the shared machinery lives in `Activation`:
+
+- `params` names the parameters and their PyTorch defaults, in a fixed order; `from_operator`
+  reads them (ints are accepted where floats are meant: pnnx writes `max_val=3`), and the
+  OpenCL twin passes the same values, in the same order, as the kernel arguments `p0 p1 p2`;
+- `compute(x, *values)` is the NumPy formula.
+
+ReLU has its own stem (it is the course's first layer); clamp reuses this base (layers/cpu/clamp.py).
+
+The formulas are written in the *numerically stable* form, the one PyTorch uses too:
+`exp(x)` overflows float32 above x = 88, so no formula here may exponentiate a large positive
+number, and `log(1 + tiny)` loses every digit unless written `log1p`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kuiper.registry import register
+from layers.base import ElementwiseLayer
+
+# SELU's two constants, from "Self-Normalizing Neural Networks" (Klambauer et al., 2017).
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+class Activation(ElementwiseLayer):
+    """y = compute(x, *param_values); subclasses set `params` and write `compute`."""
+
+    params: ClassVar[dict[str, float | None]] = {}  # name -> PyTorch default (None: required)
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.values = [layer.read_param(name, default) for name, default in cls.params.items()]
+        return layer
+
+    def read_param(self, name: str, default: Any) -> float:
+        """One parameter as a float; subclasses with non-numeric parameters override this."""
+        if default is None:
+            return self.op.float_param(name)
+        return self.op.float_param(name, default)
+
+    def compute(self, x: np.ndarray, *values: float) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__}.compute")
+
+    def forward(self, inputs):
+        x = inputs[0]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            y = self.compute(x, *self.values)
+        return [np.asarray(y, dtype=x.dtype)]
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)), exponentiating only -|x| so that nothing overflows."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    """log(1 + exp(beta x)) / beta; above `threshold` it equals x to float precision."""
+    bx = x * x.dtype.type(beta)
+    # The masked-off branch still runs on every element: clip it so it cannot overflow.
+    soft = np.log1p(np.exp(np.minimum(bx, threshold))) / x.dtype.type(beta)
+    return np.where(bx > threshold, x, soft)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, vectorised (NumPy has none; OpenCL C has `erf`).
+
+    Abramowitz & Stegun 7.1.26, evaluated in float64: absolute error below 1.5e-7, i.e. within
+    about one float32 rounding step of the exact value. It is odd, so compute it for |x|.
+    """
+    a = np.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
+                                                       + t * (-1.453152027 + t * 1.061405429))))
+    return (np.sign(x) * (1.0 - poly * np.exp(-a * a))).astype(x.dtype)
+
+
+@register("nn.ReLU6", "F.relu6", backend="cpu")
+class ReLU6(Activation):
+    def compute(self, x):
+        return np.minimum(np.maximum(x, 0), 6)
+
+
+@register("nn.LeakyReLU", "F.leaky_relu", backend="cpu")
+class LeakyReLU(Activation):
+    params = {"negative_slope": 0.01}
+
+    def compute(self, x, slope):
+        return np.where(x > 0, x, x * x.dtype.type(slope))
+
+
+@register("nn.Sigmoid", "F.sigmoid", "torch.sigmoid", backend="cpu")
+class Sigmoid(Activation):
+    def compute(self, x):
+        return sigmoid(x)
+
+
+@register("nn.SiLU", "F.silu", backend="cpu")
+class SiLU(Activation):
+    def compute(self, x):
+        return x * sigmoid(x)
+
+
+@register("nn.Hardswish", "F.hardswish", backend="cpu")
+class Hardswish(Activation):
+    def compute(self, x):
+        return x * np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+@register("nn.Hardsigmoid", "F.hardsigmoid", backend="cpu")
+class Hardsigmoid(Activation):
+    def compute(self, x):
+        return np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+@register("nn.GELU", "F.gelu", backend="cpu")
+class GELU(Activation):
+    """x * Phi(x). `approximate=tanh` is the tanh fit of the Gaussian CDF (GPT-2's GELU).
+
+    The string parameter becomes the number 0 (exact) or 1 (tanh), so it travels to the OpenCL
+    kernel like any other parameter.
+    """
+
+    params = {"approximate": 0.0}
+
+    def read_param(self, name, default):
+        return float(self.op.str_param(name, "none", choices=("none", "tanh")) == "tanh")
+
+    def compute(self, x, use_tanh):
+        if use_tanh:
+            inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+            return 0.5 * x * (1 + np.tanh(inner))
+        return 0.5 * x * (1 + erf(x * np.float32(math.sqrt(0.5))))
+
+
+@register("nn.Tanh", "F.tanh", "torch.tanh", backend="cpu")
+class Tanh(Activation):
+    def compute(self, x):
+        return np.tanh(x)
+
+
+@register("nn.ELU", "F.elu", backend="cpu")
+class ELU(Activation):
+    params = {"alpha": 1.0}
+
+    def compute(self, x, alpha):
+        # expm1, not exp(x) - 1: near 0 the subtraction would cancel every significant digit.
+        return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+@register("nn.CELU", "F.celu", backend="cpu")
+class CELU(Activation):
+    params = {"alpha": 1.0}
+
+    def read_param(self, name, default):
+        alpha = super().read_param(name, default)
+        if alpha == 0:
+            raise self.op.error("alpha=0 is not allowed: CELU divides by alpha")
+        return alpha
+
+    def compute(self, x, alpha):
+        return np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(np.minimum(x, 0) / alpha))
+
+
+@register("nn.SELU", "F.selu", backend="cpu")
+class SELU(Activation):
+    def compute(self, x):
+        return SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0)))
+
+
+@register("nn.Mish", "F.mish", backend="cpu")
+class Mish(Activation):
+    def compute(self, x):
+        return x * np.tanh(softplus(x))
+
+
+@register("nn.Softplus", "F.softplus", backend="cpu")
+class Softplus(Activation):
+    params = {"beta": 1.0, "threshold": 20.0}
+
+    def compute(self, x, beta, threshold):
+        return softplus(x, beta, threshold)
+
+
+@register("nn.Hardtanh", "F.hardtanh", backend="cpu")
+class Hardtanh(Activation):
+    params = {"min_val": -1.0, "max_val": 1.0}
+
+    def compute(self, x, low, high):
+        return np.minimum(np.maximum(x, low), high)
+
+
+@register("nn.Softsign", "F.softsign", backend="cpu")
+class Softsign(Activation):
+    def compute(self, x):
+        return x / (1 + np.abs(x))
+
+
+@register("nn.LogSigmoid", "F.logsigmoid", backend="cpu")
+class LogSigmoid(Activation):
+    def compute(self, x):
+        # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): exp of a non-positive number only.
+        return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+@register("nn.Threshold", "F.threshold", backend="cpu")
+class Threshold(Activation):
+    params = {"threshold": None, "value": None}
+
+    def compute(self, x, threshold, value):
+        return np.where(x > threshold, x, x.dtype.type(value))
+
+
+@register("nn.Tanhshrink", "F.tanhshrink", backend="cpu")
+class Tanhshrink(Activation):
+    def compute(self, x):
+        return x - np.tanh(x)
+
+
+@register("nn.Hardshrink", "F.hardshrink", backend="cpu")
+class Hardshrink(Activation):
+    params = {"lambd": 0.5}
+
+    def compute(self, x, lambd):
+        return np.where(np.abs(x) > lambd, x, 0)
+
+
+@register("nn.Softshrink", "F.softshrink", backend="cpu")
+class Softshrink(Activation):
+    params = {"lambd": 0.5}
+
+    def read_param(self, name, default):
+        lambd = super().read_param(name, default)
+        if lambd < 0:
+            raise self.op.error(f"lambd={lambd} should be >= 0 (a negative threshold makes "
+                                "the two branches overlap)")
+        return lambd
+
+    def compute(self, x, lambd):
+        lambd = x.dtype.type(lambd)
+        return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0))

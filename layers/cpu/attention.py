@@ -1,0 +1,220 @@
+"""Attention: F.scaled_dot_product_attention and nn.MultiheadAttention.
+
+    scores = Q K^T * scale   ->   + masks   ->   softmax over keys   ->   @ V
+
+SDPA gets Q, K, V ready-made (any batch dims, heads included). nn.MultiheadAttention projects
+its inputs first, splits the embedding into `num_heads` heads of `embed_dim / num_heads`, runs
+the same attention per head and projects the concatenated heads back. Masks differ in meaning:
+for SDPA a bool mask says where attention is *allowed*; for MultiheadAttention a bool
+attn_mask / key_padding_mask says where it is *forbidden*. Float masks are added in both.
+Dropout is a training feature and is ignored.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
+from layers.attention_util import (MHADims, MHARoles, mha_output_shapes, resolve_inputs,
+                                   softmax_last)
+from layers.base import Layer
+from parser.values import DTYPES
+
+
+def add_mask(scores: np.ndarray, mask: np.ndarray, bool_means_keep: bool) -> np.ndarray:
+    if mask.dtype == np.bool_:
+        keep = mask if bool_means_keep else ~mask
+        return np.where(keep, scores, -np.inf).astype(scores.dtype)
+    return scores + mask.astype(scores.dtype)
+
+
+@register("F.scaled_dot_product_attention", backend="cpu")
+class ScaledDotProductAttention(Layer):
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.is_causal = op.bool_param("is_causal", False)
+        layer.scale = op.float_param("scale") if op.param("scale", None) is not None else None
+        layer.gqa = op.bool_param("enable_gqa", False)
+        op.float_param("dropout_p", 0.0)  # validated; dropout does nothing at inference
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 3, 4)
+        q, k, v = (s.shape for s in inputs[:3])
+        if len(q) < 2 or len(k) < 2 or len(v) < 2:
+            raise self.shape_error(f"query, key and value need at least 2 dims, got {q}, {k}, {v}")
+        if any(s.dtype != np.float32 for s in inputs[:3]):
+            raise self.op.error("query, key and value should be float32")
+        if k[-1] != q[-1] or k[-2] != v[-2]:
+            raise self.shape_error(f"need query (..., L, E), key (..., S, E), value (..., S, Ev);"
+                                   f" got {q}, {k}, {v}")
+        self.groups = 1
+        if self.gqa and len(q) >= 3 and k[-3] != q[-3]:
+            if len(k) < 3 or q[-3] % k[-3] or k[-3] != v[-3]:
+                raise self.shape_error(f"enable_gqa needs the query heads ({q[-3]}) to be a "
+                                       f"multiple of the key/value heads, got {k} and {v}")
+            self.groups = q[-3] // k[-3]
+        kv_batch = list(k[:-2])
+        if self.groups > 1:
+            kv_batch[-1] *= self.groups
+        try:
+            batch = tuple(np.broadcast_shapes(q[:-2], tuple(kv_batch), v[:-2][:len(kv_batch)]
+                                              if self.groups == 1 else tuple(kv_batch)))
+        except ValueError:
+            raise self.shape_error(f"batch dims of {q}, {k}, {v} do not broadcast") from None
+        self.batch, self.length, self.source = batch, q[-2], k[-2]
+        if len(inputs) == 4:
+            if self.is_causal:
+                raise self.op.error("is_causal=True together with attn_mask (torch refuses this "
+                                    "too): give one or the other")
+            mask = inputs[3].shape
+            try:
+                np.broadcast_shapes(mask, batch + (q[-2], k[-2]))
+            except ValueError:
+                raise self.shape_error(f"attn_mask {mask} does not broadcast to the scores "
+                                       f"{batch + (q[-2], k[-2])}") from None
+        self.scale_value = self.scale if self.scale is not None else 1.0 / math.sqrt(q[-1])
+        return [TensorSpec.of(batch + (q[-2], v[-1]), np.float32)]
+
+    def forward(self, inputs):
+        q, k, v = inputs[:3]
+        if self.groups > 1:  # grouped-query attention: each K/V head serves `groups` Q heads
+            k = np.repeat(k, self.groups, axis=-3)
+            v = np.repeat(v, self.groups, axis=-3)
+        scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(self.scale_value)
+        if self.is_causal:  # query i sees keys 0..i (top-left aligned when L != S)
+            keep = np.tril(np.ones((self.length, self.source), dtype=bool))
+            scores = add_mask(scores, keep, bool_means_keep=True)
+        if len(inputs) == 4:
+            scores = add_mask(scores, inputs[3], bool_means_keep=True)
+        return [np.matmul(softmax_last(scores, safe=True), v).astype(np.float32)]
+
+    def flops(self, inputs, outputs):
+        b = int(np.prod(self.batch, dtype=np.int64))
+        e, ev = inputs[0].shape[-1], inputs[2].shape[-1]
+        return 2 * b * self.length * self.source * (e + ev)
+
+
+@register("nn.MultiheadAttention", backend="cpu")
+class MultiheadAttention(Layer):
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        e = op.int_param("embed_dim")
+        heads = op.int_param("num_heads")
+        if heads <= 0 or e % heads:
+            raise op.error(f"embed_dim={e} should be a multiple of num_heads={heads}")
+        for flag in ("add_bias_kv", "add_zero_attn"):
+            if op.bool_param(flag, False):
+                raise op.error(f"{flag}=True is not supported (the extra key/value position "
+                               "it adds is not implemented); export the model without it")
+        layer.dims = MHADims(e, heads, op.int_param("kdim", e), op.int_param("vdim", e),
+                             op.bool_param("batch_first", False))
+        d = layer.dims
+        if "in_proj_weight" in op.attributes:
+            w = op.weight("in_proj_weight", (3 * e, e))
+            if d.kdim != e or d.vdim != e:
+                raise op.error("@in_proj_weight (packed) needs kdim == vdim == embed_dim; "
+                               f"got kdim={d.kdim}, vdim={d.vdim}")
+            layer.w_q, layer.w_k, layer.w_v = w[:e], w[e:2 * e], w[2 * e:]
+        else:
+            layer.w_q = op.weight("q_proj_weight", (e, e))
+            layer.w_k = op.weight("k_proj_weight", (e, d.kdim))
+            layer.w_v = op.weight("v_proj_weight", (e, d.vdim))
+        bias = op.bool_param("bias", True)
+        b_in = op.weight("in_proj_bias", (3 * e,)) if bias else np.zeros(3 * e, np.float32)
+        layer.b_q, layer.b_k, layer.b_v = b_in[:e], b_in[e:2 * e], b_in[2 * e:]
+        layer.w_out = op.weight("out_proj.weight", (e, e))
+        layer.b_out = op.weight("out_proj.bias", (e,)) if bias else np.zeros(e, np.float32)
+        layer.outputs, layer.average = _which_outputs(op, layer.dims)
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 1, 2, 3, 4, 5)
+        roles = resolve_inputs([s.shape for s in inputs], [s.dtype for s in inputs], self.dims)
+        if roles is None:
+            d = self.dims
+            layout = "(N, L, E)" if d.batch_first else "(L, N, E)"
+            raise self.shape_error(
+                f"cannot match inputs {', '.join(str(s) for s in inputs)} to query {layout} "
+                f"with E={d.embed_dim}, key/value of last dim {d.kdim}/{d.vdim}, attn_mask "
+                "(L, S) or (N*heads, L, S), key_padding_mask (N, S) (unbatched inputs are not "
+                "supported)")
+        self.roles: MHARoles = roles
+        q, k = inputs[roles.query].shape, inputs[roles.key].shape
+        self.n, self.length = (q[0], q[1]) if self.dims.batch_first else (q[1], q[0])
+        self.source = k[1] if self.dims.batch_first else k[0]
+        out, weights = mha_output_shapes(q, self.source, self.dims, self.average)
+        shapes = {"output": out, "weights": weights}
+        return [TensorSpec.of(shapes[o], np.float32) for o in self.outputs]
+
+    def forward(self, inputs):
+        r, d = self.roles, self.dims
+        n, length, source, heads = self.n, self.length, self.source, d.num_heads
+        hd = d.embed_dim // heads
+
+        def heads_of(x, w, b, t):   # (.., E_in) -> projected, split: (N, heads, t, hd)
+            if not d.batch_first:
+                x = np.swapaxes(x, 0, 1)
+            y = x @ w.T + b
+            return y.reshape(n, t, heads, hd).transpose(0, 2, 1, 3)
+
+        q = heads_of(inputs[r.query], self.w_q, self.b_q, length)
+        k = heads_of(inputs[r.key], self.w_k, self.b_k, source)
+        v = heads_of(inputs[r.value], self.w_v, self.b_v, source)
+        scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(1.0 / math.sqrt(hd))
+        if r.attn_mask is not None:
+            mask = inputs[r.attn_mask]
+            if mask.ndim == 3:
+                mask = mask.reshape(n, heads, length, source)
+            scores = add_mask(scores, mask, bool_means_keep=False)
+        if r.key_padding_mask is not None:
+            pad = inputs[r.key_padding_mask].reshape(n, 1, 1, source)
+            scores = add_mask(scores, pad, bool_means_keep=False)
+        p = softmax_last(scores, safe=False)
+        o = np.matmul(p, v).transpose(0, 2, 1, 3).reshape(n, length, d.embed_dim)
+        out = (o @ self.w_out.T + self.b_out).astype(np.float32)
+        if not d.batch_first:
+            out = np.ascontiguousarray(np.swapaxes(out, 0, 1))
+        results = {"output": out, "weights": p.mean(axis=1) if self.average else p}
+        return [results[o].astype(np.float32) for o in self.outputs]
+
+    def flops(self, inputs, outputs):
+        d, n, length, source = self.dims, self.n, self.length, self.source
+        e = d.embed_dim
+        projections = n * (length * e * e + source * e * (d.kdim + d.vdim) + length * e * e)
+        return 2 * (projections + 2 * n * length * source * e)
+
+
+def _which_outputs(op, dims: MHADims) -> tuple[list[str], bool]:
+    """Output names in order, and whether the weights are averaged over heads.
+
+    pnnx keeps only the used outputs. With two, they are (output, weights); with one, it is the
+    output unless its declared shape is that of the weights. Per-head weights
+    (average_attn_weights=False) show up as a 4-D declared shape.
+    """
+    names = ["output", "weights"][:max(1, len(op.outputs))]
+    source = op.source
+    declared_out = source.output_shapes if source is not None else []
+    average = True
+    if "weights" in names and len(declared_out) > 1 and declared_out[1]:
+        average = len(declared_out[1][0]) != 4
+    if len(names) == 1 and declared_out and declared_out[0] and source.input_shapes:
+        ins = source.input_shapes
+        if all(s is not None for s in ins):
+            shapes = [tuple(s[0]) for s in ins]
+            dtypes = [DTYPES.get(s[1]) or np.dtype(np.float32) for s in ins]
+            roles = resolve_inputs(shapes, dtypes, dims)
+            declared = tuple(declared_out[0][0])
+            if roles is not None and None not in declared:
+                k = shapes[roles.key]
+                s_len = k[1] if dims.batch_first else k[0]
+                out, weights = mha_output_shapes(shapes[roles.query], s_len, dims, True)
+                per_head = mha_output_shapes(shapes[roles.query], s_len, dims, False)[1]
+                if declared != out and declared in (weights, per_head):
+                    names, average = ["weights"], declared == weights
+    return names, average

@@ -1,0 +1,81 @@
+"""Average pooling, 1-D and 2-D: the mean of each window, with PyTorch's divisor rules.
+
+The sum is easy; the divisor is where implementations differ. For one axis, with the window
+starting at `s = o*stride - pad`:
+
+    end  = min(s + kernel, n + pad)     # a ceil_mode window is cut at the *padded* edge
+    full = end - s                      # taps counting padding (count_include_pad=True)
+    real = min(end, n) - max(s, 0)      # taps on real input     (count_include_pad=False)
+
+and the 2-D divisor is the product over both axes, unless `divisor_override` replaces it.
+So with count_include_pad=True a window hanging past the right padding (ceil_mode) still divides
+by fewer than kernel_h*kernel_w taps. PyTorch has no dilation for average pooling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
+from layers.base import Layer
+from layers.pool_util import (Window, check_pool_input, output_shape, pooled_sizes,
+                              read_windows, spatial_rank, window_taps)
+
+
+@register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", backend="cpu")
+class AvgPool(Layer):
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.rank = spatial_rank(op.type)
+        layer.windows = read_windows(op, layer.rank, dilation=False)
+        layer.count_include_pad = op.bool_param("count_include_pad", True)
+        override = op.param("divisor_override", None)
+        layer.divisor_override = 0  # 0 = no override (0 itself is refused below)
+        if override is not None:
+            if layer.rank == 1:
+                raise op.error("divisor_override is not a parameter of 1-D average pooling")
+            layer.divisor_override = op.int_param("divisor_override")
+            if layer.divisor_override == 0:
+                raise op.error("divisor_override=0: the divisor must not be zero")
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 1)
+        shape = inputs[0].shape
+        _, h, w = check_pool_input(self, shape, self.rank)
+        oh, ow = pooled_sizes(self, self.windows, h, w)
+        return [TensorSpec(output_shape(shape, self.rank, oh, ow), inputs[0].dtype)]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        planes, h, w = check_pool_input(self, x.shape, self.rank)
+        oh, ow = pooled_sizes(self, self.windows, h, w)
+        total = np.zeros((planes, oh, ow), dtype=np.float32)
+        for _, _, values in window_taps(x.reshape(planes, h, w), self.windows, oh, ow, 0.0):
+            total += values
+        total /= self.divisors(h, w, oh, ow)
+        return [total.astype(x.dtype, copy=False).reshape(output_shape(x.shape, self.rank,
+                                                                        oh, ow))]
+
+    def divisors(self, h: int, w: int, oh: int, ow: int) -> np.ndarray:
+        """The (OH, OW) divisor of every output, by the rules in the module docstring."""
+        if self.divisor_override:
+            return np.full((oh, ow), self.divisor_override, dtype=np.float32)
+        rows = _taps(self.windows[0], h, oh, self.count_include_pad)
+        cols = _taps(self.windows[1], w, ow, self.count_include_pad)
+        return (rows[:, None] * cols[None, :]).astype(np.float32)
+
+    def flops(self, inputs, outputs):
+        wy, wx = self.windows
+        return outputs[0].numel * (wy.kernel * wx.kernel + 1)  # adds, then one division
+
+
+def _taps(window: Window, n: int, out: int, include_pad: bool) -> np.ndarray:
+    """How many taps each window along one axis divides by."""
+    start = window.starts(out)
+    end = np.minimum(start + window.kernel, n + window.pad)
+    if include_pad:
+        return end - start
+    return np.minimum(end, n) - np.maximum(start, 0)

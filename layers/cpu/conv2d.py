@@ -1,0 +1,207 @@
+"""Convolution (nn.Conv2d, F.conv2d; conv1d subclasses this): im2col + one batched GEMM.
+
+    out[n, o] = bias[o] + sum over c in o's group, (i, j) of w[o, c, i, j] * x[n, c, y*s+i*d, ...]
+
+How it runs (layers/im2col.py explains the column matrix):
+- pad the input (zeros, reflect, replicate or circular) unless the padding is 0;
+- build `cols (N, G, K, P)` with one strided copy, then `W (G, Cout/G, K) @ cols` with
+  np.matmul, which calls BLAS once per (image, group) and lands directly in NCHW order;
+- a 1x1 kernel with stride 1 needs no im2col: the input already is the column matrix;
+- with one input channel per group (depthwise) a GEMM with K = kh*kw would be all overhead, so
+  we add up kh*kw shifted views of the input, each scaled by its weight, instead.
+
+PNNX writes `nn.Conv2d` with `@weight` (Cout, Cin/groups, kh, kw) and `@bias`; a BatchNorm after
+a conv is already folded into them (`convbn2d_N`). `F.conv2d` takes the weight (and bias) as
+extra inputs and has no in/out_channels. `padding` is a list, or the string 'same' / 'valid'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
+from layers import im2col
+from layers.base import Layer
+
+PADDING_MODES = tuple(im2col.PAD_MODES)
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """The shapes of one convolution call, checked once (shared with the OpenCL twin)."""
+
+    batched: bool                # False: an unbatched (C, *size) input, as PyTorch allows
+    n: int                       # batch
+    c: int                       # input channels
+    size: tuple[int, ...]        # input spatial size
+    cout: int                    # output channels
+    cin_g: int                   # input channels per group
+    kernel: tuple[int, ...]
+    pads: tuple[tuple[int, int], ...]  # (before, after) per spatial axis
+    out: tuple[int, ...]         # output spatial size
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        shape = (self.n, self.cout, *self.out)
+        return shape if self.batched else shape[1:]
+
+
+class ConvNd(Layer):
+    """N-d convolution; subclasses fix `ndim` (2 here, 1 for Conv1d)."""
+
+    ndim = 2
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        nd = cls.ndim
+        layer.stride = op.ints_param("stride", nd, default=1)
+        layer.dilation = op.ints_param("dilation", nd, default=1)
+        layer.groups = op.int_param("groups", 1)
+        if isinstance(op.param("padding", 0), str):
+            layer.padding = op.str_param("padding", choices=("same", "valid"))
+        else:
+            layer.padding = op.ints_param("padding", nd, default=0)
+        layer.padding_mode = op.str_param("padding_mode", "zeros", choices=PADDING_MODES)
+        if min(layer.stride) < 1 or min(layer.dilation) < 1 or layer.groups < 1:
+            raise op.error(f"stride {layer.stride}, dilation {layer.dilation} and groups "
+                           f"{layer.groups} must all be >= 1")
+        if not isinstance(layer.padding, str) and min(layer.padding) < 0:
+            raise op.error(f"padding {layer.padding} must be >= 0")
+        if layer.padding == "same" and max(layer.stride) > 1:
+            raise op.error(f"padding='same' needs stride 1 (as in PyTorch), got {layer.stride}")
+        layer.weight = layer.bias = None
+        if op.type.startswith("nn."):
+            layer.read_module_weights(op)
+        else:  # F.convNd: weight/bias are inputs, or attributes when pnnx folded them in
+            layer.weight = op.weight("weight", optional=True)
+            layer.bias = op.weight("bias", optional=True)
+        if layer.weight is not None:
+            layer.wmat, layer.bvec = layer.gemm_weights(layer.weight, layer.bias)
+        return layer
+
+    def read_module_weights(self, op) -> None:
+        """nn.ConvNd: check the weight against in/out_channels, groups and kernel_size."""
+        cin, cout = op.int_param("in_channels"), op.int_param("out_channels")
+        kernel = op.ints_param("kernel_size", self.ndim)
+        g = self.groups
+        if cin % g or cout % g:
+            raise op.error(f"in_channels={cin} and out_channels={cout} must both be divisible "
+                           f"by groups={g}")
+        self.weight = op.weight("weight", self.weight_shape(cin, cout, kernel))
+        if op.bool_param("bias", True):
+            self.bias = op.weight("bias", (cout,))
+
+    def weight_shape(self, cin: int, cout: int, kernel) -> tuple[int, ...]:
+        return (cout, cin // self.groups, *kernel)
+
+    def gemm_weights(self, w: np.ndarray, b: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The weight as the GEMM's left operand (G, Cout/G, Cin/G*prod(k)): a free reshape of
+        PyTorch's (Cout, Cin/G, *k) layout, done once in from_operator for module weights."""
+        g = self.groups
+        wmat = np.ascontiguousarray(w, dtype=np.float32).reshape(g, w.shape[0] // g, -1)
+        return wmat, None if b is None else np.ascontiguousarray(b, dtype=np.float32)
+
+    # --- shapes ---------------------------------------------------------------------------------
+    def weight_of(self, inputs) -> tuple[int, ...]:
+        """Shape of the weight: the module's, or that of the second input for F.convNd."""
+        if self.weight is not None:
+            return tuple(self.weight.shape)
+        if len(inputs) < 2:
+            raise self.op.error("the weight is neither an attribute (@weight) nor an input")
+        return tuple(inputs[1].shape)
+
+    def split_input(self, x_shape) -> tuple[bool, int, int, tuple[int, ...]]:
+        """(batched, N, C, spatial size); rank ndim+1 is an unbatched sample."""
+        nd = self.ndim
+        if len(x_shape) not in (nd + 1, nd + 2):
+            raise self.shape_error(f"input should be {nd + 1}-D (C, L...) or {nd + 2}-D "
+                                   f"(N, C, L...), got shape {tuple(x_shape)}")
+        batched = len(x_shape) == nd + 2
+        n, c, *size = x_shape if batched else (1, *x_shape)
+        return batched, n, c, tuple(size)
+
+    def geometry(self, x_shape, w_shape) -> ConvGeometry:
+        batched, n, c, size = self.split_input(x_shape)
+        if len(w_shape) != self.ndim + 2:
+            raise self.shape_error(f"weight should be {self.ndim + 2}-D, got {tuple(w_shape)}")
+        cout, cin_g, *kernel = w_shape
+        g = self.groups
+        if cout % g:
+            raise self.shape_error(f"weight {tuple(w_shape)} has {cout} output channels, not "
+                                   f"divisible by groups={g}")
+        if c != cin_g * g:
+            raise self.shape_error(f"input has {c} channels but the weight {tuple(w_shape)} with "
+                                   f"groups={g} expects {cin_g * g}")
+        pads = im2col.resolve_padding(self.padding, kernel, self.dilation)
+        out = [im2col.conv_output_size(*a)
+               for a in zip(size, kernel, self.stride, pads, self.dilation)]
+        if min(out) < 1:
+            raise self.shape_error(f"input {tuple(x_shape)} is too small for kernel {kernel} with "
+                                   f"dilation {self.dilation} and padding {pads}")
+        if self.padding_mode in ("reflect", "circular"):
+            limit = "smaller than" if self.padding_mode == "reflect" else "at most"
+            for s, (lo, hi) in zip(size, pads):
+                if max(lo, hi) > s or (self.padding_mode == "reflect" and max(lo, hi) == s):
+                    raise self.shape_error(f"{self.padding_mode} padding {pads} must be {limit} "
+                                           f"the input size {size}")
+        return ConvGeometry(batched, n, c, size, cout, cin_g, tuple(kernel), tuple(pads),
+                            tuple(out))
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 1, 2, 3)
+        geo = self.geometry(inputs[0].shape, self.weight_of(inputs))
+        if len(inputs) == 3 and tuple(inputs[2].shape) != (geo.cout,):
+            raise self.shape_error(f"bias should have shape ({geo.cout},), got "
+                                   f"{tuple(inputs[2].shape)}")
+        return [TensorSpec.of(geo.out_shape, inputs[0].dtype)]
+
+    def flops(self, inputs, outputs):
+        # every output element is a dot product over Cin/G * prod(kernel) terms
+        return 2 * outputs[0].numel * int(np.prod(self.weight_of(inputs)[1:]))
+
+    # --- compute --------------------------------------------------------------------------------
+    def forward(self, inputs):
+        x = inputs[0]
+        geo = self.geometry(x.shape, self.weight_of(inputs))
+        if self.weight is None:  # F.convNd: the weight arrives as an input, reshape it per call
+            wmat, bias = self.gemm_weights(inputs[1], inputs[2] if len(inputs) > 2 else None)
+        else:
+            wmat, bias = self.wmat, self.bvec
+        x = np.asarray(x, dtype=np.float32).reshape(geo.n, geo.c, *geo.size)
+        xp = im2col.pad_input(x, geo.pads, self.padding_mode)
+        g = self.groups
+        if geo.cin_g == 1 and g > 1:
+            y = self._depthwise(xp, wmat, geo)
+        else:
+            cols = im2col.im2col(xp, geo.kernel, self.stride, self.dilation, geo.out, g)
+            if g == 1:  # (Cout, K) @ (N, K, P) -> (N, Cout, P)
+                y = np.matmul(wmat[0], cols[:, 0])
+            else:       # (G, Cout/G, K) @ (N, G, K, P) -> (N, G, Cout/G, P)
+                y = np.matmul(wmat, cols)
+        y = y.reshape(geo.n, geo.cout, -1)
+        if bias is not None:
+            y += bias[:, None]
+        return [y.reshape(geo.out_shape)]
+
+    def _depthwise(self, xp: np.ndarray, w: np.ndarray, geo: ConvGeometry) -> np.ndarray:
+        """One input channel per group: sum over kernel offsets of weight * shifted input."""
+        view = im2col.windows(xp, geo.kernel, self.stride, self.dilation, geo.out)
+        g, m = w.shape[:2]  # w: (G, M, prod(k)), M = output channels per group
+        y = np.zeros((geo.n, g, m, *geo.out), np.float32)
+        tmp = np.empty_like(y)
+        spatial = (None,) * len(geo.out)
+        for k, offset in enumerate(np.ndindex(*geo.kernel)):
+            shifted = view[(slice(None), slice(None), *offset)][:, :, None]  # (N, G, 1, *out)
+            np.multiply(shifted, w[(None, slice(None), slice(None), k, *spatial)], out=tmp)
+            y += tmp
+        return y
+
+
+@register("nn.Conv2d", "F.conv2d", backend="cpu")
+class Conv2d(ConvNd):
+    ndim = 2

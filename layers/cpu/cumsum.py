@@ -1,0 +1,45 @@
+"""torch.cumsum / torch.cumprod: running sum / product along one dim.
+
+Integer and bool inputs accumulate into int64, as in torch (a cumulative count of a mask is a
+common use). pnnx drops the `dtype=` argument, so the result dtype follows the input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
+from layers.base import Layer
+from layers.reduce_util import normalize_axes
+
+
+@register("torch.cumsum", "torch.cumprod", backend="cpu")
+class Cumulative(Layer):
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.dim = op.int_param("dim")
+        layer.product = op.type == "torch.cumprod"
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 1)
+        x = inputs[0]
+        try:
+            (self.axis,) = normalize_axes([self.dim], len(x.shape)) or (0,)
+        except ValueError as e:
+            raise self.shape_error(str(e)) from None
+        dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.int64)
+        return [TensorSpec(x.shape, dtype)]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.int64)
+        if x.ndim == 0:
+            return [x.astype(dtype)]
+        scan = np.cumprod if self.product else np.cumsum
+        return [scan(x, axis=self.axis, dtype=dtype)]
+
+    def flops(self, inputs, outputs):
+        return outputs[0].numel

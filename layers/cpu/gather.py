@@ -1,0 +1,223 @@
+"""Gathers by index tensors: torch.index_select, torch.gather, Tensor.index (aten::index).
+
+Unlike slicing, which elements move depends on the *values* of an index tensor, so the output
+is a copy. The output *shape* must still be known before running (every buffer is sized at
+build time): it depends only on the index tensor's shape, except for a boolean mask, which is
+accepted only when its value is known at build time (then it becomes integer indices).
+
+Tensor.index is `x[i]`, `x[:, i]`, `x[:, [0, 2]]`. pnnx writes the index list either as a
+parameter (`expr=[None,[0,2]]`: constants) or as a second input built by a pnnx.Expression
+(`expr=[None,@0]`, one `None` per `:`). A list holding a tensor cannot live on a device, so this
+layer reads the *pattern* of that list from the expression and takes the index tensors as its
+own inputs (see `absorb_index_list`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import numpy as np
+
+from kuiper.ir import RuntimeOperator
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
+from layers.datamove_util import DataMovementLayer, normalize_dim
+
+
+def _check_index_dtype(layer, spec: TensorSpec, what: str) -> None:
+    if spec.dtype.kind not in "iu":
+        raise layer.op.error(f"{what} should be an integer tensor, got {spec.dtype.name}")
+
+
+@register("torch.index_select", "Tensor.index_select", backend="cpu")
+class IndexSelect(DataMovementLayer):
+    """Whole slices along `dim`, picked by a 1-D index: out = x[:, ..., index, ...]."""
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.dim = op.int_param("dim")
+        return layer
+
+    def infer_specs(self, inputs):
+        self.expect_inputs(inputs, 2)
+        x, index = inputs
+        _check_index_dtype(self, index, "index")
+        if len(index.shape) > 1:
+            raise self.shape_error(f"index should be 0-D or 1-D, got shape {index.shape}")
+        self.axis = normalize_dim(self, self.dim, len(x.shape))
+        shape = x.shape[:self.axis] + (index.numel,) + x.shape[self.axis + 1:]
+        return [TensorSpec(shape, x.dtype)]
+
+    def forward(self, inputs):
+        x, index = inputs
+        if x.ndim == 0:
+            return [np.take(x.reshape(1), np.reshape(index, -1))]
+        return [np.take(x, np.reshape(index, -1), axis=self.axis)]
+
+
+@register("torch.gather", "Tensor.gather", backend="cpu")
+class Gather(DataMovementLayer):
+    """out[i, j, k] = x[i, index[i, j, k], k] for dim=1: the index has the output's shape."""
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.dim = op.int_param("dim")
+        return layer
+
+    def infer_specs(self, inputs):
+        self.expect_inputs(inputs, 2)
+        x, index = inputs
+        _check_index_dtype(self, index, "index")
+        if len(index.shape) != len(x.shape):
+            raise self.shape_error(f"index {index.shape} should have as many dims as input "
+                                   f"{x.shape}")
+        self.axis = normalize_dim(self, self.dim, len(x.shape))
+        for d, (a, b) in enumerate(zip(index.shape, x.shape)):
+            if d != self.axis and a > b:
+                raise self.shape_error(f"index {index.shape} is larger than input {x.shape} "
+                                       f"in dim {d}")
+        return [TensorSpec(index.shape, x.dtype)]
+
+    def forward(self, inputs):
+        x, index = inputs
+        # torch lets the index be smaller than x outside `dim`; take_along_axis wants equal.
+        crop = tuple(slice(None) if d == self.axis else slice(0, n)
+                     for d, n in enumerate(index.shape))
+        return [np.take_along_axis(x[crop], np.asarray(index, dtype=np.int64), axis=self.axis)]
+
+
+def parse_index_literal(text: str):
+    """`[None,[0,2]]` -> [None, [0, 2]]. literal_eval only accepts Python literals: no code
+    from the model file is ever run."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, list) else None
+
+
+def absorb_index_list(op: RuntimeOperator) -> list[int | None] | None:
+    """Take the index tensors of `[None,@0]` (a pnnx.Expression feeding input 1) as inputs.
+
+    Returns the pattern, one entry per list item: None for `:`, else the position of that
+    index tensor in `op.inputs`; None when input 1 is not such an expression.
+    """
+    if len(op.inputs) != 2 or op.inputs[1].producer is None:
+        return None
+    producer = op.inputs[1].producer
+    expr = producer.params.get("expr") if producer.type == "pnnx.Expression" else None
+    if not isinstance(expr, str) or not re.fullmatch(r"\[(None|@\d+)(,(None|@\d+))*\]", expr):
+        return None
+    items = expr[1:-1].split(",")
+    refs = [int(item[1:]) for item in items if item != "None"]
+    if any(k >= len(producer.inputs) for k in refs):
+        return None
+    listed = op.inputs[1]
+    if op in listed.consumers:
+        listed.consumers.remove(op)
+    op.inputs = [op.inputs[0]] + [producer.inputs[k] for k in refs]
+    op.input_names = op.input_names[:1] + [None] * len(refs)
+    for operand in op.inputs[1:]:
+        if op not in operand.consumers:
+            operand.consumers.append(op)
+    positions = iter(range(1, len(op.inputs)))
+    return [None if item == "None" else next(positions) for item in items]
+
+
+@register("Tensor.index", backend="cpu")
+class Index(DataMovementLayer):
+    """aten::index: entries of the index list are `:` (None) or index tensors.
+
+    With one index tensor at position p the output is x.shape[:p] + index.shape + the rest.
+    With several, they broadcast together; NumPy's advanced indexing has the same rules
+    (including "non-adjacent index tensors put their dims first"), so the CPU forward is just
+    `x[tuple]`.
+    """
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.constants = None
+        layer.pattern = None
+        if op.has("expr"):
+            value = parse_index_literal(str(op.param("expr")))
+            if value is None:
+                raise op.error(f"expr={op.param('expr')} is not a list of None and integer "
+                               "lists")
+            layer.constants = [None if v is None else np.asarray(v) for v in value]
+        else:
+            layer.pattern = absorb_index_list(op)
+        return layer
+
+    def entries(self, inputs) -> list[tuple[TensorSpec, int | None] | None]:
+        """The index list, whichever way pnnx wrote it: None for `:`, else (spec, the input
+        that carries it at run time, or None for a constant)."""
+        def const(v):
+            v = np.asarray(v)
+            return TensorSpec.of(v.shape, v.dtype, v), None
+
+        if self.constants is not None:
+            self.expect_inputs(inputs, 1)
+            return [None if c is None else const(c) for c in self.constants]
+        if self.pattern is not None:
+            return [None if k is None else (inputs[k], k) for k in self.pattern]
+        self.expect_inputs(inputs, 2)
+        spec = inputs[1]
+        if isinstance(spec.value, (list, tuple)):  # a known list, e.g. folded constants
+            return [None if v is None else const(v) for v in spec.value]
+        if spec.dtype.kind in "iub":  # an index tensor given directly: x[index]
+            return [(spec, 1)]
+        raise self.op.error("the index input should be a list built by a pnnx.Expression "
+                            "like [None,@0], a known list, or an integer tensor")
+
+    def infer_specs(self, inputs):
+        x = inputs[0]
+        entries: list[tuple[TensorSpec, int | None] | None] = []
+        for entry in self.entries(inputs):
+            if entry is not None and entry[0].dtype == np.dtype(np.bool_):
+                if not entry[0].known:
+                    raise self.shape_error("a boolean mask index gives an output whose size "
+                                           "depends on the mask's values; only masks known "
+                                           "when the model is built are supported")
+                # A known mask selects the same elements as its nonzero() coordinates.
+                entries += [(TensorSpec.of(c.shape, np.int64, c.astype(np.int64)), None)
+                            for c in np.nonzero(entry[0].value)]
+            else:
+                if entry is not None:
+                    _check_index_dtype(self, entry[0], "an index tensor")
+                entries.append(entry)
+        if len(entries) > len(x.shape):
+            raise self.shape_error(f"{len(entries)} indices for a {len(x.shape)}-D input "
+                                   f"{x.shape}")
+        self.resolved = entries
+        positions = [p for p, e in enumerate(entries) if e is not None]
+        if not positions:
+            return [TensorSpec(x.shape, x.dtype)]
+        shapes = [entries[p][0].shape for p in positions]
+        try:
+            joint = tuple(np.broadcast_shapes(*shapes))
+        except ValueError:
+            raise self.shape_error(f"index tensors of shapes {shapes} do not broadcast "
+                                   "together") from None
+        if positions == list(range(positions[0], positions[-1] + 1)):
+            shape = x.shape[:positions[0]] + joint + x.shape[positions[-1] + 1:]
+        else:  # separated index tensors: their dims go first (NumPy and PyTorch agree)
+            shape = joint + tuple(x.shape[d] for d in range(len(x.shape)) if d not in positions)
+        return [TensorSpec(tuple(shape), x.dtype)]
+
+    def forward(self, inputs):
+        x, index = inputs[0], []
+        for p, entry in enumerate(self.resolved):
+            if entry is None:
+                index.append(slice(None))
+                continue
+            spec, source = entry
+            item = np.asarray(spec.value if source is None else inputs[source])
+            if item.size and (item.min() < -x.shape[p] or item.max() >= x.shape[p]):
+                raise self.shape_error(f"index value out of range for dim {p} of size "
+                                       f"{x.shape[p]}")
+            index.append(item)
+        return [x[tuple(index)]]

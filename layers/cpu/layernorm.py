@@ -1,0 +1,38 @@
+"""LayerNorm: normalise each sample over its trailing `normalized_shape` dims.
+
+For x of shape (..., *normalized_shape) every trailing block of prod(normalized_shape) values is
+one row: subtract its mean, divide by sqrt(variance + eps), then (elementwise_affine) multiply by
+`weight` and add `bias`, both of shape normalized_shape. Transformers apply it to (N, T, E) with
+normalized_shape = (E,). The row machinery is shared with GroupNorm/InstanceNorm (norm_util).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.registry import register
+from layers.norm_util import RowLayout, RowNorm
+
+
+@register("nn.LayerNorm", "F.layer_norm", backend="cpu")
+class LayerNorm(RowNorm):
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.normalized = tuple(op.ints_param("normalized_shape"))
+        if any(d < 1 for d in layer.normalized):
+            raise op.error(f"normalized_shape={layer.normalized}: every dim must be >= 1")
+        # pnnx writes elementwise_affine=False for LayerNorm(bias=False) yet may keep @weight;
+        # read_affine takes whatever weights the operator carries.
+        affine = op.bool_param("elementwise_affine", True) and not op.type.startswith("F.")
+        layer.read_affine(op, affine, layer.normalized)
+        return layer
+
+    def layout(self, shape):
+        k = len(self.normalized)
+        if len(shape) < k or tuple(shape[len(shape) - k:]) != self.normalized:
+            raise self.shape_error(f"input shape {tuple(shape)} should end with "
+                                   f"normalized_shape {self.normalized}")
+        length = int(np.prod(self.normalized, dtype=np.int64))
+        rows = int(np.prod(shape, dtype=np.int64)) // length
+        return RowLayout(rows=rows, length=length, groups=1, inner=1, n_params=length)

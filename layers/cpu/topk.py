@@ -1,0 +1,83 @@
+"""torch.topk, torch.sort, torch.argsort: order the elements along one dim.
+
+All three are "the first k positions of a stable ordering": topk takes k of them, sort and
+argsort take all. Ties keep their original order (the smaller index first) and NaN counts as
+larger than every number, as in torch. torch.topk(sorted=False) may return the k winners in
+any order; returning them sorted is one valid answer.
+
+pnnx keeps only the outputs that are used; with one output, its declared dtype (i64 or not)
+says whether it is the values or the indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
+from layers.base import Layer
+from layers.reduce_util import normalize_axes
+
+
+def stable_order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Indices that sort `x` along `axis`, ties in index order, NaN as the largest value."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    # Descending but stable: sort the reversed array ascending (stable), reverse the result,
+    # and map positions back; equal elements then keep their original order.
+    n = x.shape[axis]
+    flipped = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return (n - 1) - np.flip(flipped, axis)
+
+
+@register("torch.topk", "torch.sort", "torch.argsort", backend="cpu")
+class TopK(Layer):
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.dim = op.int_param("dim", -1)
+        if op.type == "torch.topk":
+            layer.k = op.int_param("k")
+            if layer.k < 0:
+                raise op.error(f"parameter 'k' should be >= 0, got {layer.k}")
+            layer.descending = op.bool_param("largest", True)
+            op.bool_param("sorted", True)  # validated; sorted output is always a valid answer
+        else:
+            layer.k = None  # everything
+            layer.descending = op.bool_param("descending", False)
+            op.bool_param("stable", False)  # our order is always stable
+        layer.outputs = ["indices"] if op.type == "torch.argsort" else ["values", "indices"]
+        if op.type != "torch.argsort":
+            layer.outputs = layer.outputs[:max(1, len(op.outputs))]
+            declared = op.source.output_shapes if op.source is not None else []
+            if len(op.outputs) == 1 and declared and declared[0] and declared[0][1] == "i64":
+                layer.outputs = ["indices"]
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 1)
+        x = inputs[0]
+        try:
+            (self.axis,) = normalize_axes([self.dim], len(x.shape)) or (0,)
+        except ValueError as e:
+            raise self.shape_error(str(e)) from None
+        n = x.shape[self.axis] if x.shape else 1
+        self.count = n if self.k is None else self.k
+        if self.count > n:
+            raise self.shape_error(f"k={self.k} is larger than dim {self.dim} of the input "
+                                   f"{x.shape} ({n} elements)")
+        shape = list(x.shape)
+        if shape:
+            shape[self.axis] = self.count
+        dtypes = {"values": x.dtype, "indices": np.dtype(np.int64)}
+        return [TensorSpec.of(shape, dtypes[o]) for o in self.outputs]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        if x.ndim == 0:
+            by_name = {"values": x.copy(), "indices": np.zeros((), np.int64)}
+            return [by_name[o] for o in self.outputs]
+        order = stable_order(x, self.axis, self.descending)
+        index = np.take(order, np.arange(self.count), axis=self.axis).astype(np.int64)
+        by_name = {"values": np.take_along_axis(x, index, self.axis), "indices": index}
+        return [by_name[o] for o in self.outputs]

@@ -1,0 +1,125 @@
+"""Batched matrix products shared by matmul, attention and the recurrent layers.
+
+Two ideas carry all of it:
+
+1. *Shapes* follow torch.matmul: the last two dims are the matrix, the leading dims are a batch
+   that broadcasts like NumPy (`(2,1,4,5) @ (3,5,6) -> (2,3,4,6)`), and a 1-D operand is a
+   row (left) or a column (right) vector whose dim disappears from the result.
+2. *Memory* is described, not rearranged. `strided(shape, target)` says where element
+   (b, r, c) of a broadcast view lives in the flat buffer: `offsets[b] + r*row + c*col`.
+   The OpenCL `bgemm` kernel (clkernels/matmul.cl) reads every operand through such a view, so
+   broadcasting, transposes and attention heads inside a bigger tensor cost no copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, round_up
+
+TILE = 16  # must match TS in clkernels/matmul.cl (passed as -DTS)
+
+
+@dataclass
+class MatmulShapes:
+    """torch.matmul of an (a) and (b) shape, reduced to a batch of (M,K) @ (K,N) products."""
+
+    batch: tuple[int, ...]     # broadcast batch dims
+    m: int
+    k: int
+    n: int
+    out: tuple[int, ...]       # result shape, with the dims of 1-D operands removed
+    a_view: tuple[int, ...]    # `a` as a matrix (a 1-D `a` is a 1xK row)
+    b_view: tuple[int, ...]    # `b` as a matrix (a 1-D `b` is a Kx1 column)
+
+
+def matmul_shapes(a: Sequence[int], b: Sequence[int]) -> MatmulShapes:
+    """Shapes of torch.matmul(a, b); raises ValueError with the reason when they do not fit."""
+    a, b = tuple(a), tuple(b)
+    if not a or not b:
+        raise ValueError(f"both operands need at least 1 dim, got {a} and {b}")
+    a_view = (1,) + a if len(a) == 1 else a
+    b_view = b + (1,) if len(b) == 1 else b
+    if a_view[-1] != b_view[-2]:
+        raise ValueError(f"inner dims differ: {a} @ {b} needs a.shape[-1] == "
+                         f"{'b.shape[0]' if len(b) == 1 else 'b.shape[-2]'}")
+    try:
+        batch = tuple(np.broadcast_shapes(a_view[:-2], b_view[:-2]))
+    except ValueError:
+        raise ValueError(f"batch dims {a_view[:-2]} and {b_view[:-2]} do not broadcast") from None
+    m, k, n = a_view[-2], a_view[-1], b_view[-1]
+    out = batch + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
+    return MatmulShapes(batch, m, k, n, out, a_view, b_view)
+
+
+@dataclass
+class Strided:
+    """A batch of matrices inside a flat buffer: element (b, r, c) at offsets[b] + r*row + c*col."""
+
+    array: Any                 # device array, or None (bias absent)
+    offsets: np.ndarray        # int32, one per batch entry
+    row: int
+    col: int
+
+
+def strided(shape: Sequence[int], target: Sequence[int], array: Any = None,
+            base: int = 0) -> Strided:
+    """The view of a C-contiguous `shape` tensor broadcast to `target` (batch..., rows, cols).
+
+    Trick: number the elements 0..size-1, broadcast that index array with NumPy, and read the
+    offsets and strides straight off the result (broadcast dims get stride 0 for free).
+    """
+    shape, target = tuple(shape), tuple(target)
+    index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    view = np.broadcast_to(index, target)
+    steps = [s // index.itemsize for s in view.strides]
+    offsets = view[(...,) + (0, 0)].reshape(-1) + base if view.size else np.zeros(1, np.int64)
+    return Strided(array, offsets.astype(np.int32), int(steps[-2]), int(steps[-1]))
+
+
+def explicit(array: Any, offsets: Sequence[int], row: int, col: int) -> Strided:
+    """A view given by hand (attention heads, transposed weights)."""
+    return Strided(array, np.asarray(offsets, dtype=np.int32).reshape(-1), row, col)
+
+
+def transposed(view: Strided) -> Strided:
+    return Strided(view.array, view.offsets, view.col, view.row)
+
+
+def keep_alive(layer, arrays: Sequence[Any]) -> None:
+    """Hold device arrays bound as kernel arguments for as long as the layer lives.
+
+    clSetKernelArg does not take a reference: a table that Python garbage-collects after bind
+    would leave the kernel reading freed memory.
+    """
+    layer.__dict__.setdefault("bound_arrays", []).extend(arrays)
+
+
+def gemm_launch(layer, m: int, n: int, k: int, a: Strided, b: Strided, c: Strided,
+                bias: Strided | None = None, alpha: float = 1.0, beta: float = 1.0) -> Launch:
+    """Bind one `bgemm` launch: c[b] = alpha * a[b] @ b[b] (+ beta * bias[b]).
+
+    `layer` is the OpenCL layer that owns the launch (its runtime builds the program once and
+    uploads the offset tables). Call at bind time only.
+    """
+    batch = len(c.offsets)
+    for view in (a, b) + ((bias,) if bias is not None else ()):
+        if len(view.offsets) != batch:
+            raise ValueError(f"gemm views disagree on the batch: {len(view.offsets)} vs {batch}")
+    options = [f"-DTS={TILE}", f"-DHAS_BIAS={int(bias is not None)}"]
+    kernel = layer.kernel("bgemm", options, stem="matmul")
+    d = bias if bias is not None else Strided(None, np.zeros(1, np.int32), 0, 0)
+    tables = [layer.upload(v.offsets) for v in (a, b, c, d)]
+    keep_alive(layer, tables)
+    i32, f32 = np.int32, np.float32
+    kernel.set_args(i32(m), i32(n), i32(k),
+                    a.array.data, tables[0].data, i32(a.row), i32(a.col),
+                    b.array.data, tables[1].data, i32(b.row), i32(b.col),
+                    c.array.data, tables[2].data, i32(c.row), i32(c.col),
+                    None if d.array is None else d.array.data, tables[3].data,
+                    i32(d.row), i32(d.col), f32(alpha), f32(beta))
+    return Launch(kernel, (round_up(max(n, 1), TILE), round_up(max(m, 1), TILE), max(batch, 1)),
+                  (TILE, TILE, 1))

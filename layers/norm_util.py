@@ -1,0 +1,210 @@
+"""Shared by the normalisation layers (batch, layer, group, instance norm) and PReLU.
+
+Two shapes of computation cover all of them:
+
+* **Per-channel affine** `y = x * scale[c] + shift[c]` (BatchNorm at inference, InstanceNorm
+  with running stats, PReLU's slope is the same indexing): channel `c` of element `i` of an
+  (N, C, *rest) tensor is `(i // inner) % C` with `inner = prod(rest)`.
+* **Row normalisation** (LayerNorm, GroupNorm, InstanceNorm): view the input as `rows` rows of
+  `length` contiguous values, subtract each row's mean and divide by its standard deviation,
+  then apply a learnt affine whose index depends on the operator. One sample holds `groups`
+  rows; the affine parameter of position `j` of row `r` is
+
+      p = ((r % groups) * length + j) // inner
+
+  LayerNorm:    groups=1, inner=1          -> p = j           (one weight per position)
+  GroupNorm:    groups=G, inner=prod(S)    -> p = channel     (C/G channels per row)
+  InstanceNorm: groups=C, inner=prod(S)    -> p = channel     (one channel per row)
+
+The variance is the biased one (divide by `length`), as PyTorch uses for normalising.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from kuiper.ir import RuntimeOperator
+from kuiper.opencl.layer import Launch, round_up
+from kuiper.tensor_spec import TensorSpec
+from layers.base import Layer
+
+
+def tensor_inputs(op: RuntimeOperator, order: Sequence[str]) -> dict[str, int]:
+    """Input position of each tensor argument of an `F.*` call (e.g. F.layer_norm's weight).
+
+    pnnx names inputs with `$name=operand` when it can; an argument that was not a tensor is
+    written as a plain parameter instead (`weight=None`), so it cannot be an input. Unnamed
+    inputs take the remaining arguments in PyTorch's order.
+    """
+    if len(op.inputs) > len(order):
+        raise op.error(f"expected at most {len(order)} inputs ({', '.join(order)}), "
+                       f"got {len(op.inputs)}")
+    names = list(op.input_names) + [None] * (len(op.inputs) - len(op.input_names))
+    slots: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name is not None:
+            if name not in order:
+                raise op.error(f"unexpected input '${name}', expected one of {', '.join(order)}")
+            slots[name] = i
+    free = [n for n in order if n not in slots and n not in op.params]
+    for i, name in enumerate(names):
+        if name is None:
+            slots[free.pop(0)] = i
+    if slots.get("input") != 0:
+        raise op.error("the first input must be the tensor to normalise")
+    return slots
+
+
+def channel_layout(shape: Sequence[int], axis: int = 1) -> tuple[int, int]:
+    """(C, inner) of a tensor whose channel dim is `axis`: C = shape[axis], inner = rest."""
+    if len(shape) <= axis:
+        return 1, 1
+    return int(shape[axis]), int(np.prod(shape[axis + 1:], dtype=np.int64))
+
+
+def channel_affine(x: np.ndarray, scale: np.ndarray, shift: np.ndarray | None,
+                   axis: int = 1) -> np.ndarray:
+    """x * scale[c] + shift[c] along channel dim `axis` (NumPy broadcasting does the indexing)."""
+    view = (-1,) + (1,) * (x.ndim - axis - 1)
+    y = x * scale.reshape(view)
+    if shift is not None:
+        y += shift.reshape(view)
+    return y.astype(x.dtype, copy=False)
+
+
+def fold_stats(mean: np.ndarray, var: np.ndarray, eps: float, weight: np.ndarray | None,
+               bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(x - mean) / sqrt(var + eps) * weight + bias  ==  x * scale + shift: return both."""
+    scale = 1.0 / np.sqrt(var.astype(np.float64) + eps)
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return scale.astype(np.float32), shift.astype(np.float32)
+
+
+def bind_channel_affine(layer, x, y, scale, shift, shape: Sequence[int], axis: int = 1) -> Launch:
+    """One launch of clkernels/batchnorm.cl's `channel_affine` (used by several layers)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    channels, inner = channel_layout(shape, axis)
+    kernel = layer.kernel("channel_affine", stem="batchnorm")
+    kernel.set_args(x.data, y.data, scale.data, shift.data, np.int32(n), np.int32(channels),
+                    np.int32(inner))
+    return Launch(kernel, (round_up(max(n, 1), 64),))
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """How a norm views its input: see the module docstring."""
+
+    rows: int
+    length: int
+    groups: int
+    inner: int
+    n_params: int  # how many affine parameters the input shape calls for
+
+
+class RowNorm(Layer):
+    """Base of LayerNorm, GroupNorm and InstanceNorm: subclasses give `layout` and weights.
+
+    The affine parameters are either weights of the operator (`self.gamma`, `self.beta`) or,
+    for `F.*` calls with tensors computed in the graph, inputs (`self.slots`).
+    """
+
+    eps: float = 1e-5
+    gamma: np.ndarray | None = None
+    beta: np.ndarray | None = None
+    slots: dict[str, int] = {"input": 0}
+
+    def layout(self, shape: Sequence[int]) -> RowLayout:
+        raise NotImplementedError
+
+    def read_affine(self, op: RuntimeOperator, affine: bool, shape: tuple[int, ...] | None,
+                    functional_args: Sequence[str] = ("input", "weight", "bias")) -> None:
+        """Weights `@weight`/`@bias` of an nn.* module, or the weight/bias inputs of an F.*."""
+        self.eps = op.float_param("eps", 1e-5)
+        if op.type.startswith("F."):
+            self.slots = tensor_inputs(op, functional_args)
+            return
+        self.expect_inputs(op.inputs, 1)
+        self.gamma = op.weight("weight", shape, optional=not affine)
+        self.beta = op.weight("bias", shape, optional=True)
+
+    def affine_params(self, inputs: Sequence) -> tuple:
+        """(gamma, beta), each an operator weight, an input value or None."""
+        def pick(name, own):
+            return inputs[self.slots[name]] if name in self.slots else own
+        return pick("weight", self.gamma), pick("bias", self.beta)
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, *range(1, len(self.slots) + 1))
+        lay = self.layout(inputs[0].shape)
+        for name, own in zip(("weight", "bias"), (self.gamma, self.beta)):
+            spec = inputs[self.slots[name]] if name in self.slots else own
+            if spec is not None and int(np.prod(spec.shape, dtype=np.int64)) != lay.n_params:
+                raise self.shape_error(f"{name} has shape {tuple(spec.shape)}, expected "
+                                       f"{lay.n_params} values for input shape "
+                                       f"{inputs[0].shape}")
+        return [TensorSpec(inputs[0].shape, inputs[0].dtype)]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        lay = self.layout(x.shape)
+        rows = x.reshape(lay.rows, lay.length).astype(np.float64)
+        centred = rows - rows.mean(axis=1, keepdims=True)
+        y = centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + self.eps)
+        gamma, beta = self.affine_params(inputs)
+        y = y.reshape(-1, lay.groups * lay.length)  # one sample per row
+        if gamma is not None:
+            y = y * np.repeat(np.ravel(gamma), lay.inner)
+        if beta is not None:
+            y = y + np.repeat(np.ravel(beta), lay.inner)
+        return [y.reshape(x.shape).astype(x.dtype)]
+
+    def flops(self, inputs, outputs):
+        return 7 * inputs[0].numel  # mean, variance, normalise, affine
+
+
+class RowNormOpenCL:
+    """OpenCL bind for a RowNorm: one work-group per row, tree reductions in local memory.
+
+    Mix in before OpenCLLayer: `class LayerNorm(RowNormOpenCL, OpenCLLayer, cpu.LayerNorm)`.
+    The kernel (named like the stem) takes x, y, gamma, beta, length, groups, inner, eps and a
+    local scratch array of one float per work-item.
+    """
+
+    MAX_LOCAL = 256
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        lay = self.layout(in_specs[0].shape)
+        gamma, beta = self.affine_params(inputs)
+        # A missing weight is a weight of ones, a missing bias zeros: one kernel serves both.
+        if _on_host(gamma):
+            gamma = self.upload(np.ones(lay.n_params, np.float32) if gamma is None else gamma)
+        if _on_host(beta):
+            beta = self.upload(np.zeros(lay.n_params, np.float32) if beta is None else beta)
+        kernel = self.kernel(self.stem)
+        local = self._local_size(kernel, lay.length)
+        kernel.set_args(inputs[0].data, outputs[0].data, gamma.data, beta.data,
+                        np.int32(lay.length), np.int32(lay.groups), np.int32(lay.inner),
+                        np.float32(self.eps), self.runtime.cl.LocalMemory(4 * local))
+        self._weights = (gamma, beta)  # keep the device buffers alive with the layer
+        self.launches = [Launch(kernel, (lay.rows * local,), (local,))] if lay.rows else []
+
+    def _local_size(self, kernel, length: int) -> int:
+        """A power of two (the tree reduction halves it), no larger than the row needs."""
+        cl, device = self.runtime.cl, self.runtime.device
+        limit = min(self.MAX_LOCAL, device.max_work_group_size,
+                    kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        local = 1
+        while local * 2 <= limit and local < length:
+            local *= 2
+        return local
+
+
+def _on_host(value) -> bool:
+    return value is None or isinstance(value, np.ndarray)

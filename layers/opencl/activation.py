@@ -1,0 +1,73 @@
+"""Activations on OpenCL: one kernel source, one expression per activation.
+
+clkernels/activation.cl computes `y = ACT(x)` for every element; each activation below is the
+C expression for ACT (passed as the build option `-DACT(x)=...`) in terms of `x` and its
+parameters `p0 p1 p2`, which are the CPU class's `params` in order. Adding an activation is one
+class on the CPU side and one line in `EXPRESSIONS`.
+
+The expressions may use the helpers defined in activation.cl (sigmoid, softplus, log_sigmoid,
+gelu) and must not contain whitespace: build options are split on spaces.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import activation as cpu
+
+# ELU-family constants are spelled out as float literals: double literals would need fp64.
+EXPRESSIONS: dict[type, str] = {
+    cpu.ReLU6: "clamp(x,0.0f,6.0f)",
+    cpu.LeakyReLU: "x>0.0f?x:x*p0",
+    cpu.Sigmoid: "sigmoid(x)",
+    cpu.SiLU: "x*sigmoid(x)",
+    cpu.Hardswish: "x*clamp(x+3.0f,0.0f,6.0f)/6.0f",
+    cpu.Hardsigmoid: "clamp(x+3.0f,0.0f,6.0f)/6.0f",
+    cpu.GELU: "gelu(x,p0)",
+    cpu.Tanh: "tanh(x)",
+    cpu.ELU: "x>0.0f?x:p0*expm1(x)",
+    cpu.CELU: "fmax(x,0.0f)+fmin(0.0f,p0*expm1(x/p0))",
+    cpu.SELU: f"{cpu.SELU_SCALE:.9g}f*(x>0.0f?x:{cpu.SELU_ALPHA:.9g}f*expm1(x))",
+    cpu.Mish: "x*tanh(softplus(x,1.0f,20.0f))",
+    cpu.Softplus: "softplus(x,p0,p1)",
+    cpu.Hardtanh: "fmin(fmax(x,p0),p1)",
+    cpu.Softsign: "x/(1.0f+fabs(x))",
+    cpu.LogSigmoid: "log_sigmoid(x)",
+    cpu.Threshold: "x>p0?x:p1",
+    cpu.Tanhshrink: "x-tanh(x)",
+    cpu.Hardshrink: "fabs(x)>p0?x:0.0f",
+    cpu.Softshrink: "x>p0?x-p0:(x<-p0?x+p0:0.0f)",
+}
+
+
+class OpenCLActivation(OpenCLLayer):
+    """Twin mixin for any `cpu.Activation`: build activation.cl with this class's `expr`."""
+
+    kernel_file = "activation"
+    expr = ""
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        if in_specs[0].dtype != np.float32:
+            raise self.op.error(f"the OpenCL {self.type} computes in float32, got a "
+                                f"{in_specs[0].dtype} input")
+        n = out_specs[0].numel
+        values = [np.float32(v) for v in self.values]
+        values += [np.float32(0)] * (3 - len(values))
+        kernel = self.kernel("activation", [f"-DACT(x)={self.expr}"])
+        kernel.set_args(inputs[0].data, outputs[0].data, np.int32(n), *values)
+        self.launches = [Launch(kernel, (round_up(n, 64),))] if n else []
+
+
+def _make_twin(cpu_class: type, expr: str) -> type:
+    """class <Name>(OpenCLActivation, cpu.<Name>): expr = ..., registered like its CPU twin."""
+    assert not any(c.isspace() for c in expr), f"no whitespace in build options: {expr!r}"
+    twin = type(cpu_class.__name__, (OpenCLActivation, cpu_class),
+                {"expr": expr, "__module__": __name__,
+                 "__doc__": f"{cpu_class.__name__} on OpenCL: ACT(x) = {expr}"})
+    return register(*cpu_class.op_types, backend="opencl")(twin)
+
+
+for _cpu_class, _expr in EXPRESSIONS.items():
+    globals()[_cpu_class.__name__] = _make_twin(_cpu_class, _expr)

@@ -1,0 +1,29 @@
+"""Adaptive pooling on OpenCL: one work-item per output walks its (uneven) window."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import adaptive_pool
+from layers.pool_util import check_pool_input
+
+
+@register("nn.AdaptiveAvgPool2d", "F.adaptive_avg_pool2d", "nn.AdaptiveMaxPool2d",
+          "F.adaptive_max_pool2d", "nn.AdaptiveAvgPool1d", "F.adaptive_avg_pool1d",
+          "nn.AdaptiveMaxPool1d", "F.adaptive_max_pool1d", backend="opencl")
+class AdaptivePool(OpenCLLayer, adaptive_pool.AdaptivePool):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        _, h, w = check_pool_input(self, in_specs[0].shape, self.rank)
+        oh, ow = self.out_hw(h, w)
+        n = out_specs[0].numel
+        buffers = [inputs[0].data, outputs[0].data]
+        options = []
+        if self.with_indices:
+            buffers.append(outputs[1].data)
+            options.append("-DWITH_INDICES")
+        name = "adaptive_maxpool" if self.is_max else "adaptive_avgpool"
+        kernel = self.kernel(name, options)
+        kernel.set_args(*buffers, *(np.int32(v) for v in (n, h, w, oh, ow)))
+        self.launches = [Launch(kernel, (round_up(n, 64),))]

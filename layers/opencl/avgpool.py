@@ -1,0 +1,25 @@
+"""Average pooling on OpenCL: one work-item per output, same plane view as the CPU layer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import avgpool
+from layers.pool_util import check_pool_input, window_params
+
+
+@register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", backend="opencl")
+class AvgPool(OpenCLLayer, avgpool.AvgPool):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        _, h, w = check_pool_input(self, in_specs[0].shape, self.rank)
+        _, oh, ow = check_pool_input(self, out_specs[0].shape, self.rank)
+        n = out_specs[0].numel
+        kernel = self.kernel("avgpool")
+        # window_params ends with the dilations, which average pooling does not have.
+        kernel.set_args(inputs[0].data, outputs[0].data,
+                        *(np.int32(v) for v in (n, h, w, oh, ow)),
+                        *window_params(self.windows)[:6],
+                        np.int32(self.count_include_pad), np.int32(self.divisor_override))
+        self.launches = [Launch(kernel, (round_up(n, 64),))]

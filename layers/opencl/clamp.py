@@ -1,0 +1,27 @@
+"""torch.clamp on OpenCL: the activation kernel with ACT = clamp between p0 and p1.
+
+`x != x` is the NaN test: fmin/fmax would replace a NaN by the bound, PyTorch keeps it.
+"""
+
+from __future__ import annotations
+
+from kuiper.registry import register
+from layers.cpu import clamp
+from layers.opencl.activation import OpenCLActivation
+
+CLAMP = "x!=x?x:fmin(fmax(x,p0),p1)"
+
+
+@register("torch.clamp", "torch.clip", backend="opencl")
+class Clamp(OpenCLActivation, clamp.Clamp):
+    expr = CLAMP
+
+
+@register("aten::clamp_min", backend="opencl")
+class ClampMin(OpenCLActivation, clamp.ClampMin):
+    expr = CLAMP
+
+
+@register("aten::clamp_max", backend="opencl")
+class ClampMax(OpenCLActivation, clamp.ClampMax):
+    expr = CLAMP

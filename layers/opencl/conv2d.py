@@ -1,0 +1,66 @@
+"""Convolution on OpenCL: im2col + the tiled GEMM, or a direct kernel for depthwise.
+
+Everything is decided and bound once in `bind` (clkernels/conv2d.cl explains the kernels):
+- general case: `im2col` into a column buffer allocated here, then `gemm` (one launch for all
+  images and groups) straight into the NCHW output, bias added as it is stored;
+- 1x1 kernel, stride 1, no padding: the input already is the column matrix, `gemm` only;
+- one input channel per group (depthwise): `depthwise`, one work-item per output value.
+Conv1d (layers/opencl/conv1d.py) uses the same binding with the input seen as (N, C, 1, L).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import conv2d
+from layers.opencl.linear import BIAS_PER_ROW, WeightBuffers, gemm_launch
+
+PAD_CODES = {"zeros": 0, "reflect": 1, "replicate": 2, "circular": 3}  # PAD_MODE in conv2d.cl
+
+
+class ConvBind(WeightBuffers, OpenCLLayer):
+    """bind() for ConvNd twins (ndim 1 or 2): every call becomes a 2-D one."""
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
+        lift = (1,) * (2 - self.ndim)  # a 1-D axis becomes (1, L)
+        (h, w), (kh, kw) = lift + geo.size, lift + geo.kernel
+        (oh, ow), (sh, sw) = lift + geo.out, lift + tuple(self.stride)
+        (dh, dw) = lift + tuple(self.dilation)
+        (ph, _), (pw, _) = ((0, 0),) * (2 - self.ndim) + geo.pads
+        n, c, cout, g = geo.n, geo.c, geo.cout, self.groups
+        p = oh * ow
+        weight, bias = self.weight_buffers(inputs)
+        x, y = inputs[0].data, outputs[0].data
+        options = (f"-DPAD_MODE={PAD_CODES[self.padding_mode]}",)
+        i32 = np.int32
+        geometry = [i32(v) for v in (kh, kw, oh, ow, sh, sw, ph, pw, dh, dw)]
+
+        if geo.cin_g == 1 and g > 1:
+            kernel = self.kernel("depthwise", options)
+            kernel.set_args(x, weight, bias, i32(bias is not None), y, i32(c), i32(h), i32(w),
+                            i32(cout), i32(cout // g), *geometry, i32(n * cout))
+            self.launches = [Launch(kernel, (round_up(p, 64), n * cout))]
+            return
+
+        k = geo.cin_g * kh * kw
+        self.launches = []
+        if (kh, kw, sh, sw) == (1, 1, 1, 1) and not any(lo or hi for lo, hi in geo.pads):
+            cols = x
+        else:
+            self.cols = self.runtime.empty((n * c * kh * kw * p,), np.float32)
+            cols = self.cols.data
+            im2col = self.kernel("im2col", options)
+            im2col.set_args(x, cols, i32(h), i32(w), *geometry, i32(n * c))
+            self.launches.append(Launch(im2col, (round_up(p, 64), kh * kw, n * c)))
+        cout_g = cout // g
+        self.launches.append(gemm_launch(
+            self.kernel("gemm", options), cout_g, p, k, weight, cout_g * k, cols, k * p,
+            y, cout_g * p, bias, BIAS_PER_ROW, groups=g, batch=n))
+
+
+@register("nn.Conv2d", "F.conv2d", backend="opencl")
+class Conv2d(ConvBind, conv2d.Conv2d):
+    pass

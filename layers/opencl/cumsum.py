@@ -1,0 +1,28 @@
+"""cumsum / cumprod on OpenCL: one work-item per line (clkernels/cumsum.cl)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import cumsum
+from layers.tensor_util import cl_type
+
+
+@register("torch.cumsum", "torch.cumprod", backend="opencl")
+class Cumulative(OpenCLLayer, cumsum.Cumulative):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        x = in_specs[0]
+        self.launches = []
+        if x.numel == 0:
+            return
+        n = x.shape[self.axis] if x.shape else 1
+        inner = int(np.prod(x.shape[self.axis + 1:], dtype=np.int64))
+        lines = x.numel // n
+        options = [f"-DT={cl_type(x.dtype, self)}", f"-DOUT={cl_type(out_specs[0].dtype, self)}",
+                   f"-DPRODUCT={int(self.product)}"]
+        kernel = self.kernel("cumulative", options)
+        kernel.set_args(inputs[0].data, outputs[0].data, np.int32(n), np.int32(inner),
+                        np.int32(lines))
+        self.launches = [Launch(kernel, (round_up(lines, 64),))]

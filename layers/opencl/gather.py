@@ -1,0 +1,78 @@
+"""Gathers on OpenCL: index_select and single-tensor Tensor.index share the `index_select`
+kernel of clkernels/strided.h, gather has its own (clkernels/gather.cl). Constant indices are
+uploaded once at bind time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import gather
+from layers.datamove_util import contiguous_strides
+from layers.strided_util import View, arith_type, index_select, move_type, strided_copy
+
+
+class DeviceGather(OpenCLLayer):
+    def options(self, x_dtype, index_dtype) -> list[str]:
+        return [f"-DT={move_type(x_dtype)}", f"-DI={arith_type(index_dtype)}"]
+
+    def index_buffer(self, array, spec):
+        """The device index: the executor's array, or an upload when the value is constant."""
+        if spec.known or array is None:
+            buffer = self.upload(np.ascontiguousarray(spec.value))
+            self.keep_alive.append(buffer)
+            return buffer
+        return array
+
+
+@register("torch.index_select", "Tensor.index_select", backend="opencl")
+class IndexSelect(DeviceGather, gather.IndexSelect):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        self.keep_alive = []
+        index = self.index_buffer(inputs[1], in_specs[1])
+        self.launches = index_select(self, inputs[0], index, outputs[0],
+                                     in_specs[0].shape or (1,), self.axis,
+                                     max(in_specs[1].numel, 1), in_specs[1].dtype,
+                                     out_specs[0].dtype)
+
+
+@register("torch.gather", "Tensor.gather", backend="opencl")
+class Gather(DeviceGather, gather.Gather):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        self.keep_alive, self.launches = [], []
+        x, index_spec, n = in_specs[0], in_specs[1], out_specs[0].numel
+        if n == 0:
+            return
+        strides = list(contiguous_strides(x.shape))
+        dim_stride, strides[self.axis] = strides[self.axis], 0
+        meta = self.upload(np.array(list(index_spec.shape) + strides or [0], dtype=np.int32))
+        self.keep_alive.append(meta)
+        index = self.index_buffer(inputs[1], index_spec)
+        kernel = self.kernel("gather", self.options(x.dtype, index_spec.dtype))
+        kernel.set_args(inputs[0].data, index.data, outputs[0].data, meta.data,
+                        np.int32(len(x.shape)), np.int32(dim_stride),
+                        np.int32(x.shape[self.axis] if x.shape else 1), np.int32(n))
+        self.launches = [Launch(kernel, (round_up(n, 64),))]
+
+
+@register("Tensor.index", backend="opencl")
+class Index(DeviceGather, gather.Index):
+    """One index tensor at position p is an index_select on dim p with the index's full shape;
+    several index tensors (rare in exported models) are supported on the CPU backend only."""
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        self.keep_alive, self.launches = [], []
+        positions = [p for p, e in enumerate(self.resolved) if e is not None]
+        if not positions:  # x[:, :]: nothing to gather, a plain copy
+            self.launches = strided_copy(self, inputs[0], outputs[0],
+                                         View.of(in_specs[0].shape), out_specs[0].dtype)
+            return
+        if len(positions) > 1:
+            raise self.op.error(f"{len(positions)} index tensors: only one is supported on "
+                                "OpenCL (run this model on the CPU backend)")
+        spec, source = self.resolved[positions[0]]
+        index = self.index_buffer(None if source is None else inputs[source], spec)
+        self.launches = index_select(self, inputs[0], index, outputs[0], in_specs[0].shape,
+                                     positions[0], max(spec.numel, 1), spec.dtype,
+                                     out_specs[0].dtype)

@@ -1,0 +1,67 @@
+"""Linear on OpenCL: one launch of the tiled GEMM of clkernels/gemm.h.
+
+The input's leading axes are the GEMM's rows, so `x (rows, in) @ W^T` needs no reshaping on the
+device; the weight stays in PyTorch's (out, in) layout and the kernel reads it transposed
+(clkernels/linear.cl sets TRANS_B). The bias is added as the results are stored.
+
+This module also holds `gemm_launch`, with which the convolutions bind the same GEMM.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer
+from kuiper.registry import register
+from layers.cpu import linear
+
+# Must agree with clkernels/gemm.h: a work-group of GEMM_LOCAL x GEMM_LOCAL work-items
+# computes a GEMM_TILE x GEMM_TILE tile of C.
+GEMM_TILE = 64
+GEMM_LOCAL = 16
+
+BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COLUMN = 0, 1, 2
+
+
+def gemm_launch(kernel, m: int, n: int, k: int, a, a_group_stride: int, b, b_batch_stride: int,
+                c, c_batch_stride: int, bias=None, bias_mode: int = BIAS_NONE,
+                groups: int = 1, batch: int = 1) -> Launch:
+    """Bind gemm.h's `gemm` for C[z] = A[z % groups] @ B[z], z < batch*groups (buffers)."""
+    i32 = np.int32
+    kernel.set_args(i32(m), i32(n), i32(k), a, i32(a_group_stride), b, i32(b_batch_stride),
+                    c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
+                    i32(groups))
+    tiles_n = -(-n // GEMM_TILE)
+    tiles_m = -(-m // GEMM_TILE)
+    return Launch(kernel, (tiles_n * GEMM_LOCAL, tiles_m * GEMM_LOCAL, batch * groups),
+                  (GEMM_LOCAL, GEMM_LOCAL, 1))
+
+
+class WeightBuffers:
+    """Mixin: device buffers for weights that are attributes (uploaded once at bind time) or
+    inputs (F.linear / F.convNd: the producer's array). References are kept on the layer so
+    the buffers live as long as the kernels bound to them."""
+
+    def weight_buffers(self, inputs) -> tuple:
+        if self.weight is not None:
+            self._uploaded = [self.upload(np.asarray(self.weight, np.float32))]
+            if self.bias is not None:
+                self._uploaded.append(self.upload(np.asarray(self.bias, np.float32)))
+            return self._uploaded[0].data, (self._uploaded[1].data if self.bias is not None
+                                             else None)
+        bias = inputs[2].data if len(inputs) > 2 and inputs[2] is not None else None
+        return inputs[1].data, bias
+
+
+@register("nn.Linear", "F.linear", backend="opencl")
+class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        n_out, n_in = self.weight_of(in_specs)
+        rows = out_specs[0].numel // n_out if n_out else 0
+        self.launches = []
+        if rows == 0 or n_out == 0:
+            return
+        w, b = self.weight_buffers(inputs)
+        kernel = self.kernel("gemm")
+        self.launches = [gemm_launch(kernel, rows, n_out, n_in, inputs[0].data, 0, w, 0,
+                                     outputs[0].data, 0, b, BIAS_PER_COLUMN)]

@@ -1,0 +1,47 @@
+"""Reshape-like operators on OpenCL: views of the input buffer, no kernel at all.
+
+Every device array Kuiper allocates is C-contiguous, and these operators keep the row-major
+element order, so the output *is* the input buffer with another shape. `allocate_outputs`
+returns that view and `bind` has nothing to launch.
+"""
+
+from __future__ import annotations
+
+from kuiper.opencl.layer import OpenCLLayer
+from kuiper.registry import register
+from layers.cpu import reshape
+
+
+class DeviceView(OpenCLLayer):
+    """Mixin for OpenCL twins whose output is a reshaped view of input 0."""
+
+    def allocate_outputs(self, inputs, in_specs, out_specs):
+        return [inputs[0].reshape(out_specs[0].shape)]
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        self.launches = []
+
+
+@register("Tensor.reshape", "Tensor.view", "torch.reshape", backend="opencl")
+class Reshape(DeviceView, reshape.Reshape):
+    pass
+
+
+@register("torch.flatten", "Tensor.flatten", "nn.Flatten", backend="opencl")
+class Flatten(DeviceView, reshape.Flatten):
+    pass
+
+
+@register("torch.squeeze", "Tensor.squeeze", backend="opencl")
+class Squeeze(DeviceView, reshape.Squeeze):
+    pass
+
+
+@register("torch.unsqueeze", "Tensor.unsqueeze", backend="opencl")
+class Unsqueeze(DeviceView, reshape.Unsqueeze):
+    pass
+
+
+@register("Tensor.unflatten", "torch.unflatten", "nn.Unflatten", backend="opencl")
+class Unflatten(DeviceView, reshape.Unflatten):
+    pass

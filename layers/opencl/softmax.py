@@ -1,0 +1,51 @@
+"""Softmax family on OpenCL: one work-group per row, reductions in local memory.
+
+The CPU layer decided the axis; the tensor is then (outer, len, inner) and there are
+outer * inner rows. The work-group size is the smallest power of two covering the row, capped
+by what the device allows (and at 256: longer rows are walked in strides).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer
+from kuiper.registry import register
+from layers.cpu import softmax
+
+MAX_GROUP = 256
+
+
+class OpenCLSoftmax(OpenCLLayer):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        outer, length, inner = self.split(in_specs[0].shape)
+        rows = outer * inner
+        if rows * length == 0:
+            self.launches = []
+            return
+        options = (["-DLOG"] if self.log else []) + (["-DNEGATE"] if self.negate else [])
+        kernel = self.kernel("softmax", options)
+        cl, device = self.runtime.cl, self.runtime.device
+        limit = min(MAX_GROUP, kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        group = 1
+        while group < length and group * 2 <= limit:
+            group *= 2
+        kernel.set_args(inputs[0].data, outputs[0].data, np.int32(length), np.int32(inner),
+                        cl.LocalMemory(4 * group))
+        self.launches = [Launch(kernel, (rows * group,), (group,))]
+
+
+@register("nn.Softmax", "F.softmax", "torch.softmax", backend="opencl")
+class Softmax(OpenCLSoftmax, softmax.Softmax):
+    pass
+
+
+@register("nn.LogSoftmax", "F.log_softmax", "torch.log_softmax", backend="opencl")
+class LogSoftmax(OpenCLSoftmax, softmax.LogSoftmax):
+    pass
+
+
+@register("nn.Softmin", "F.softmin", backend="opencl")
+class Softmin(OpenCLSoftmax, softmax.Softmin):
+    pass

@@ -1,0 +1,34 @@
+"""Splitting on OpenCL: every output is a strided copy of its piece of the input."""
+
+from __future__ import annotations
+
+from kuiper.registry import register
+from layers.cpu import split
+from layers.strided_util import StridedCopyLayer, View
+
+
+class DeviceSplit(StridedCopyLayer):
+    def output_views(self, in_specs, out_specs):
+        whole = View.of(in_specs[0].shape)
+        # Only the pieces the model has operands for; extra pieces are never materialised.
+        return [whole.index(self.index(item)) for item in self.items[:len(out_specs)]]
+
+
+@register("torch.split", "Tensor.split", backend="opencl")
+class Split(DeviceSplit, split.Split):
+    pass
+
+
+@register("torch.chunk", "Tensor.chunk", backend="opencl")
+class Chunk(DeviceSplit, split.Chunk):
+    pass
+
+
+@register("torch.tensor_split", "Tensor.tensor_split", backend="opencl")
+class TensorSplit(DeviceSplit, split.TensorSplit):
+    pass
+
+
+@register("torch.unbind", "Tensor.unbind", backend="opencl")
+class Unbind(DeviceSplit, split.Unbind):
+    pass

@@ -1,0 +1,152 @@
+"""Window arithmetic shared by the pooling layers (max, average, adaptive), on both backends.
+
+Every pooling layer here works on a *plane view* of its input: all leading dims (batch,
+channels, or just channels for an unbatched input) are flattened into `planes`, and the spatial
+part is always two-dimensional, `(H, W)`. A 1-D pool is a 2-D pool whose H axis has size 1 and a
+trivial window (kernel 1, stride 1, no padding), so one NumPy routine and one OpenCL kernel serve
+both `MaxPool1d` and `MaxPool2d`.
+
+PyTorch's output size for one axis (aten `pooling_output_shape`):
+
+    out = floor((n + 2*pad - dilation*(kernel-1) - 1 + (stride-1 if ceil_mode else 0)) / stride) + 1
+    if ceil_mode and (out-1)*stride >= n + pad: out -= 1   # last window must start inside
+
+The second line is what makes ceil_mode subtle: rounding up may create a window that starts in
+the right padding, covering no input at all, and PyTorch drops it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from kuiper.ir import RuntimeOperator
+
+
+def spatial_rank(op_type: str) -> int:
+    """1 for the *1d operators, 2 for the *2d ones (from the PNNX type name)."""
+    return 1 if op_type.endswith("1d") else 2
+
+
+@dataclass(frozen=True)
+class Window:
+    """The pooling window along one spatial axis."""
+
+    kernel: int = 1
+    stride: int = 1
+    pad: int = 0
+    dilation: int = 1
+    ceil_mode: bool = False
+
+    @property
+    def span(self) -> int:
+        """How many input positions one window covers, dilation included."""
+        return self.dilation * (self.kernel - 1) + 1
+
+    def out_size(self, n: int) -> int:
+        """PyTorch's output length for an input of length `n` (may be < 1: caller checks)."""
+        extra = self.stride - 1 if self.ceil_mode else 0
+        out = (n + 2 * self.pad - self.span + extra) // self.stride + 1  # // floors, like div_rtn
+        if self.ceil_mode and (out - 1) * self.stride >= n + self.pad:
+            out -= 1
+        return out
+
+    def starts(self, out: int) -> np.ndarray:
+        """Input position of each window's first tap (negative inside the left padding)."""
+        return np.arange(out, dtype=np.int64) * self.stride - self.pad
+
+
+def _int_list(op: RuntimeOperator, key: str, rank: int, default: int | None) -> list[int]:
+    """`key` as `rank` ints; absent or None means `default` (None = use the kernel size)."""
+    if op.param(key, None) is None:
+        return [default] * rank if default is not None else []
+    return op.ints_param(key, rank)
+
+
+def read_windows(op: RuntimeOperator, rank: int, dilation: bool = True) -> tuple[Window, Window]:
+    """Parse kernel_size/stride/padding/dilation/ceil_mode into (H window, W window).
+
+    Refuses what PyTorch refuses, with the same limits, so a bad file fails at load time
+    rather than producing a silently different result.
+    """
+    kernel = op.ints_param("kernel_size", rank)
+    stride = _int_list(op, "stride", rank, None) or kernel  # stride=None: PyTorch uses kernel
+    pad = _int_list(op, "padding", rank, 0)
+    dil = _int_list(op, "dilation", rank, 1) if dilation else [1] * rank
+    ceil_mode = op.bool_param("ceil_mode", False)
+    for name, values, low in (("kernel_size", kernel, 1), ("stride", stride, 1),
+                              ("dilation", dil, 1), ("padding", pad, 0)):
+        if any(v < low for v in values):
+            raise op.error(f"{name}={tuple(values)}: every entry must be >= {low}")
+    for k, p in zip(kernel, pad):
+        if p > k // 2:  # PyTorch: "pad should be at most half of kernel size"
+            raise op.error(f"padding={tuple(pad)} is more than half of kernel_size="
+                           f"{tuple(kernel)}; PyTorch refuses this too (padding <= kernel // 2)")
+    axes = [Window(k, s, p, d, ceil_mode) for k, s, p, d in zip(kernel, stride, pad, dil)]
+    if rank == 1:
+        axes.insert(0, Window())  # a trivial H axis: a 1-D pool is a 2-D pool of height 1
+    return axes[0], axes[1]
+
+
+def check_pool_input(layer, shape: Sequence[int], rank: int) -> tuple[int, int, int]:
+    """Validate the input rank and return the plane view (planes, H, W).
+
+    Batched (N, C, *spatial) and unbatched (C, *spatial) inputs are both accepted, as in
+    PyTorch; everything before the spatial dims is one flat run of independent planes.
+    """
+    if len(shape) not in (rank + 1, rank + 2):
+        raise layer.shape_error(f"input should be {rank + 1}-D (unbatched) or {rank + 2}-D "
+                                f"(batched), got shape {tuple(shape)}")
+    spatial = tuple(shape[-rank:])
+    h, w = (1, spatial[0]) if rank == 1 else spatial
+    planes = int(np.prod(shape[:-rank], dtype=np.int64))
+    return planes, h, w
+
+
+def output_shape(shape: Sequence[int], rank: int, oh: int, ow: int) -> tuple[int, ...]:
+    """Input shape with its spatial dims replaced by the pooled sizes."""
+    return tuple(shape[:-rank]) + ((ow,) if rank == 1 else (oh, ow))
+
+
+def pooled_sizes(layer, windows: tuple[Window, Window], h: int, w: int) -> tuple[int, int]:
+    """Output (OH, OW), or a ShapeError saying why the input is too small."""
+    oh, ow = windows[0].out_size(h), windows[1].out_size(w)
+    if oh < 1 or ow < 1:
+        raise layer.shape_error(f"input of spatial size {h}x{w} is too small for this window "
+                                f"(output would be {oh}x{ow}): kernel, dilation and padding "
+                                "must fit inside the padded input")
+    return oh, ow
+
+
+def window_taps(planes: np.ndarray, windows: tuple[Window, Window], oh: int, ow: int,
+                fill: float):
+    """Yield (rows, cols, values) for every tap (ky, kx) of the window, vectorised over outputs.
+
+    `planes` is (P, H, W). It is padded once with `fill` (-inf for max, 0 for average) so that
+    every window, including a ceil_mode window hanging over the right edge, can be read with a
+    plain strided slice: `values[p, i, j]` is the tap's input at output (i, j), and
+    `rows[i]`, `cols[j]` are its unpadded input coordinates (out of range inside padding).
+    """
+    wy, wx = windows
+    _, h, w = planes.shape
+    need_h = (oh - 1) * wy.stride + wy.span  # padded length the last window reaches
+    need_w = (ow - 1) * wx.stride + wx.span
+    padded = np.pad(planes, ((0, 0), (wy.pad, max(0, need_h - wy.pad - h)),
+                             (wx.pad, max(0, need_w - wx.pad - w))), constant_values=fill)
+    row0, col0 = wy.starts(oh), wx.starts(ow)
+    for ky in range(wy.kernel):
+        y0 = ky * wy.dilation
+        for kx in range(wx.kernel):
+            x0 = kx * wx.dilation
+            values = padded[:, y0:y0 + (oh - 1) * wy.stride + 1:wy.stride,
+                            x0:x0 + (ow - 1) * wx.stride + 1:wx.stride]
+            yield row0 + y0, col0 + x0, values
+
+
+def window_params(windows: tuple[Window, Window]) -> list[np.int32]:
+    """kh, kw, sh, sw, ph, pw, dh, dw as OpenCL int arguments (the kernels' argument order)."""
+    wy, wx = windows
+    return [np.int32(v) for v in (wy.kernel, wx.kernel, wy.stride, wx.stride, wy.pad, wx.pad,
+                                  wy.dilation, wx.dilation)]

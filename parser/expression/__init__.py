@@ -1,0 +1,26 @@
+"""`pnnx.Expression` strings, from text to values, in four small steps:
+
+    tokenizer.py   text -> tokens (with columns, for error messages)
+    ast.py         tokens -> tree, tolerant of the parentheses pnnx misplaces
+    rpn.py         tree -> reverse Polish notation (a flat program for a stack machine)
+    evaluate.py    RPN -> value, on NumPy arrays, Python numbers or symbolic tensors
+
+with `functions.py` (the table of functions and their arity) and `dtypes.py` (PyTorch's type
+promotion) shared by all of them and by the OpenCL code generator.
+
+    >>> from parser.expression import parse, to_rpn, format_rpn, evaluate
+    >>> format_rpn(to_rpn(parse("add(@0,mul(@1,2))")))
+    '@0 @1 2 mul add'
+"""
+
+from parser.expression.ast import Call, Input, ListNode, Literal, Node, parse, unparse
+from parser.expression.evaluate import BroadcastError, Symbolic, evaluate
+from parser.expression.functions import FUNCTIONS
+from parser.expression.rpn import Op, format_rpn, to_rpn
+from parser.expression.tokenizer import Kind, Token, tokenize
+
+__all__ = [
+    "Call", "Input", "ListNode", "Literal", "Node", "parse", "unparse", "BroadcastError",
+    "Symbolic", "evaluate", "FUNCTIONS", "Op", "format_rpn", "to_rpn", "Kind", "Token",
+    "tokenize",
+]

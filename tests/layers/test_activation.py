@@ -1,0 +1,104 @@
+"""Every activation of the activation stem against torch, on both backends.
+
+Inputs mix a wide normal spread with the values where naive formulas break: large |x| (exp
+overflows above 88), tiny |x| (exp(x) - 1 cancels) and the kinks of the piecewise functions.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kuiper import OperatorError
+from kuiper.testing import assert_close, run_operator
+
+# (pnnx type, params as pnnx writes them, the same activation in torch)
+CASES = [
+    ("nn.ReLU6", {}, F.relu6),
+    ("F.relu6", {}, F.relu6),
+    ("nn.LeakyReLU", {"negative_slope": 0.2}, lambda x: F.leaky_relu(x, 0.2)),
+    ("F.leaky_relu", {}, F.leaky_relu),
+    ("nn.Sigmoid", {}, torch.sigmoid),
+    ("F.sigmoid", {}, torch.sigmoid),
+    ("torch.sigmoid", {}, torch.sigmoid),
+    ("nn.SiLU", {}, F.silu),
+    ("F.silu", {}, F.silu),
+    ("nn.Hardswish", {}, F.hardswish),
+    ("F.hardswish", {}, F.hardswish),
+    ("nn.Hardsigmoid", {}, F.hardsigmoid),
+    ("F.hardsigmoid", {}, F.hardsigmoid),
+    ("nn.GELU", {}, F.gelu),
+    ("nn.GELU", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+    ("F.gelu", {"approximate": "none"}, F.gelu),
+    ("F.gelu", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+    ("nn.Tanh", {}, torch.tanh),
+    ("F.tanh", {}, torch.tanh),
+    ("torch.tanh", {}, torch.tanh),
+    ("nn.ELU", {"alpha": 0.5}, lambda x: F.elu(x, 0.5)),
+    ("F.elu", {}, F.elu),
+    ("nn.CELU", {"alpha": 0.5}, lambda x: F.celu(x, 0.5)),
+    ("F.celu", {"alpha": 1.5}, lambda x: F.celu(x, 1.5)),
+    ("nn.SELU", {}, F.selu),
+    ("F.selu", {}, F.selu),
+    ("nn.Mish", {}, F.mish),
+    ("F.mish", {}, F.mish),
+    ("nn.Softplus", {"beta": 2, "threshold": 10}, lambda x: F.softplus(x, 2, 10)),
+    ("F.softplus", {"beta": 0.5, "threshold": 15}, lambda x: F.softplus(x, 0.5, 15)),
+    ("nn.Softplus", {}, F.softplus),
+    ("nn.Hardtanh", {"min_val": -2, "max_val": 3}, lambda x: F.hardtanh(x, -2, 3)),
+    ("F.hardtanh", {"min_val": -0.5, "max_val": 0.5}, lambda x: F.hardtanh(x, -0.5, 0.5)),
+    ("nn.Hardtanh", {}, F.hardtanh),
+    ("nn.Softsign", {}, F.softsign),
+    ("F.softsign", {}, F.softsign),
+    ("nn.LogSigmoid", {}, F.logsigmoid),
+    ("F.logsigmoid", {}, F.logsigmoid),
+    ("nn.Threshold", {"threshold": 0.1, "value": 20}, lambda x: F.threshold(x, 0.1, 20.0)),
+    ("F.threshold", {"threshold": -0.2, "value": -1.0}, lambda x: F.threshold(x, -0.2, -1.0)),
+    ("nn.Tanhshrink", {}, F.tanhshrink),
+    ("F.tanhshrink", {}, F.tanhshrink),
+    ("nn.Hardshrink", {"lambd": 0.3}, lambda x: F.hardshrink(x, 0.3)),
+    ("F.hardshrink", {}, F.hardshrink),
+    ("nn.Softshrink", {"lambd": 0.3}, lambda x: F.softshrink(x, 0.3)),
+    ("F.softshrink", {"lambd": 0.0}, lambda x: F.softshrink(x, 0.0)),
+]
+
+SPECIAL = [-100.0, -88.5, -30.0, -20.0, -6.0, -3.0, -1.0, -0.5, -1e-4, -1e-7, 0.0, 1e-7, 1e-4,
+           0.3, 0.5, 1.0, 3.0, 6.0, 10.0, 15.0, 20.0, 30.0, 88.5, 100.0]
+
+
+def _input(rng, shape):
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[:len(SPECIAL)] = np.array(SPECIAL, dtype=np.float32)[:flat.size]
+    return x
+
+
+@pytest.mark.parametrize("op_type, params, reference", CASES,
+                         ids=[f"{c[0]}-{'-'.join(f'{k}={v}' for k, v in c[1].items())}"
+                              for c in CASES])
+def test_activation_matches_torch(backend, rng, op_type, params, reference):
+    x = _input(rng, (2, 13, 5, 7))
+    (y,) = run_operator(op_type, [x], params=params, backend=backend)
+    assert_close(y, reference(torch.from_numpy(x)).numpy())
+
+
+@pytest.mark.parametrize("shape", [(1,), (3, 17), (1, 1, 1, 1), (2, 3, 1, 129), (5, 4, 3, 2, 3)])
+@pytest.mark.parametrize("op_type, reference", [("nn.SiLU", F.silu), ("nn.GELU", F.gelu),
+                                                ("F.softplus", F.softplus)])
+def test_activation_any_shape(backend, rng, op_type, reference, shape):
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    (y,) = run_operator(op_type, [x], backend=backend)
+    assert_close(y, reference(torch.from_numpy(x)).numpy())
+
+
+@pytest.mark.parametrize("op_type, params, message", [
+    ("nn.GELU", {"approximate": "fast"}, "expected one of none, tanh"),
+    ("nn.LeakyReLU", {"negative_slope": "steep"}, "negative_slope"),
+    ("nn.Threshold", {"threshold": 0.5}, "parameter 'value' is missing"),
+    ("nn.CELU", {"alpha": 0.0}, "alpha=0"),
+    ("nn.Softshrink", {"lambd": -0.5}, "should be >= 0"),
+])
+def test_activation_bad_params(backend, op_type, params, message):
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(OperatorError, match=message):
+        run_operator(op_type, [x], params=params, backend=backend)

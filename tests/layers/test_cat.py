@@ -1,0 +1,75 @@
+"""torch.cat / torch.concat / torch.stack vs torch, including one operand used several times."""
+
+import numpy as np
+import pytest
+import torch
+
+import kuiper
+from kuiper.testing import assert_close, run_operator
+
+
+@pytest.mark.parametrize("op_type", ["torch.cat", "torch.concat"])
+@pytest.mark.parametrize("dim", [0, 1, 2, 3, -1, -3])
+def test_cat(backend, rng, op_type, dim):
+    shapes = []
+    for size in (1, 5, 2):  # inputs differ along `dim` only
+        shape = [2, 13, 3, 7]
+        shape[dim] = size
+        shapes.append(shape)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    (y,) = run_operator(op_type, xs, params={"dim": dim}, backend=backend)
+    assert_close(y, torch.cat([torch.from_numpy(x) for x in xs], dim).numpy())
+
+
+@pytest.mark.parametrize("op_type, join", [("torch.cat", torch.cat), ("torch.stack", torch.stack)])
+def test_same_input_several_times(backend, rng, tmp_path, op_type, join):
+    # pnnx writes cat([x, x, y, x]) as `torch.cat ... 4 1 0 0 1 0 2 dim=1`; run_operator
+    # feeds distinct inputs only, so this model file is written by hand.
+    x = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    z = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    param = tmp_path / "model.pnnx.param"
+    param.write_text(
+        "7767517\n4 3\n"
+        "pnnx.Input in0 0 1 0 #0=(2,3,5)f32\n"
+        "pnnx.Input in1 0 1 1 #1=(2,3,5)f32\n"
+        f"{op_type} op0 4 1 0 0 1 0 2 dim=1\n"
+        "pnnx.Output out0 1 0 2\n")
+    graph = kuiper.load(param, backend=backend)
+    (y,) = graph.forward(x, z)
+    tx, tz = torch.from_numpy(x), torch.from_numpy(z)
+    assert_close(y, join([tx, tx, tz, tx], 1).numpy())
+
+
+@pytest.mark.parametrize("dim", [0, 1, 3, -1, -4])
+def test_stack(backend, rng, dim):
+    xs = [rng.standard_normal((2, 13, 5)).astype(np.float32) for _ in range(3)]
+    (y,) = run_operator("torch.stack", xs, params={"dim": dim}, backend=backend)
+    assert_close(y, torch.stack([torch.from_numpy(x) for x in xs], dim).numpy())
+
+
+def test_cat_int64_and_single_input(backend, rng):
+    x = rng.integers(-50, 50, (3, 1, 4), dtype=np.int64)
+    (y,) = run_operator("torch.cat", [x, x[:, :, :1]], params={"dim": -1}, backend=backend)
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, np.concatenate([x, x[:, :, :1]], -1))
+    (y,) = run_operator("torch.cat", [x], params={"dim": 1}, backend=backend)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_cat_default_dim_is_0(backend, rng):
+    xs = [rng.standard_normal((n, 4)).astype(np.float32) for n in (1, 3)]
+    (y,) = run_operator("torch.cat", xs, backend=backend)
+    assert_close(y, np.concatenate(xs, 0))
+
+
+@pytest.mark.parametrize("op_type, shapes, params, message", [
+    ("torch.cat", [(2, 3), (2, 4)], {"dim": 0}, "differs from input 0"),
+    ("torch.cat", [(2, 3), (2, 3, 1)], {"dim": 0}, "expected the rank of"),
+    ("torch.cat", [(2, 3), (2, 3)], {"dim": 2}, "dim=2 is out of range"),
+    ("torch.stack", [(2, 3), (2, 4)], {"dim": 0}, "expected the same shape"),
+    ("torch.stack", [(2, 3), (2, 3)], {"dim": -4}, "dim=-4 is out of range"),
+])
+def test_cat_bad(backend, op_type, shapes, params, message):
+    xs = [np.zeros(s, np.float32) for s in shapes]
+    with pytest.raises(kuiper.ShapeError, match=message):
+        run_operator(op_type, xs, params=params, backend=backend)

@@ -1,0 +1,109 @@
+"""Permute-like operators (permute, transpose, t, mT, T, movedim) vs torch, plus the strided
+`View` bookkeeping the OpenCL twins are built on."""
+
+import numpy as np
+import pytest
+import torch
+
+import kuiper
+from kuiper.testing import assert_close, run_operator
+from layers.strided_util import View
+
+
+@pytest.mark.parametrize("op_type", ["Tensor.permute", "torch.permute"])
+@pytest.mark.parametrize("dims", [(0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (0, 1, 2, 3),
+                                  (-1, 0, -2, 1)])
+def test_permute(backend, rng, op_type, dims):
+    x = rng.standard_normal((2, 13, 3, 5)).astype(np.float32)
+    (y,) = run_operator(op_type, [x], params={"dims": list(dims)}, backend=backend)
+    assert_close(y, torch.from_numpy(x).permute(dims).numpy())
+
+
+def test_permute_int64(backend, rng):
+    x = rng.integers(-1000, 1000, (3, 1, 7, 2), dtype=np.int64)
+    (y,) = run_operator("Tensor.permute", [x], params={"dims": [2, 0, 3, 1]}, backend=backend)
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, torch.from_numpy(x).permute(2, 0, 3, 1).numpy())
+
+
+@pytest.mark.parametrize("op_type", ["torch.transpose", "Tensor.transpose"])
+@pytest.mark.parametrize("dim0, dim1", [(1, -1), (2, 3), (0, 1), (-2, 1), (2, 2)])
+def test_transpose(backend, rng, op_type, dim0, dim1):
+    x = rng.standard_normal((3, 13, 1, 6)).astype(np.float32)
+    (y,) = run_operator(op_type, [x], params={"dim0": dim0, "dim1": dim1}, backend=backend)
+    assert_close(y, torch.transpose(torch.from_numpy(x), dim0, dim1).numpy())
+
+
+@pytest.mark.parametrize("shape", [(13, 4), (7,), (1, 9)])
+def test_t(backend, rng, shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    (y,) = run_operator("torch.t", [x], backend=backend)
+    assert_close(y, torch.t(torch.from_numpy(x)).numpy())
+
+
+def test_matrix_and_numpy_t(backend, rng):
+    x = rng.standard_normal((2, 3, 13, 5)).astype(np.float32)
+    t = torch.from_numpy(x)
+    (y,) = run_operator("aten::mT", [x], backend=backend)
+    assert_close(y, t.mT.numpy())
+    (y,) = run_operator("aten::numpy_T", [x[0, 0]], backend=backend)
+    assert_close(y, t[0, 0].T.numpy())
+
+
+@pytest.mark.parametrize("source, destination", [([0], [2]), ([1, 3], [0, -1]), ([-1], [0])])
+def test_movedim(backend, rng, source, destination):
+    # pnnx writes source/destination as constant inputs (pnnx.Expression expr=0).
+    x = rng.standard_normal((2, 13, 3, 5)).astype(np.float32)
+    src, dst = np.array(source, np.int64), np.array(destination, np.int64)
+    (y,) = run_operator("aten::movedim", [x, src, dst], constants=[1, 2], backend=backend)
+    assert_close(y, torch.movedim(torch.from_numpy(x), source, destination).numpy())
+
+
+@pytest.mark.parametrize("op_type, params, message", [
+    ("Tensor.permute", {"dims": [0, 1]}, "has 2 entries for a 3-D input"),
+    ("Tensor.permute", {"dims": [0, 1, 1]}, "names the same dim twice"),
+    ("torch.transpose", {"dim0": 0, "dim1": 3}, "dim1=3 is out of range"),
+    ("torch.transpose", {"dim0": 0}, "parameter 'dim1' is missing"),
+])
+def test_permute_bad_params(backend, op_type, params, message):
+    with pytest.raises(kuiper.OperatorError, match=message):
+        run_operator(op_type, [np.zeros((2, 3, 4), np.float32)], params=params, backend=backend)
+
+
+def test_t_rejects_3d(backend):
+    with pytest.raises(kuiper.ShapeError, match="at most 2 dims"):
+        run_operator("torch.t", [np.zeros((2, 3, 4), np.float32)], backend=backend)
+
+
+# --- View: the strided bookkeeping, checked against NumPy's own views ----------------------------
+def _read(base: np.ndarray, view: View) -> np.ndarray:
+    """Materialise a view of `base` the way the strided_copy kernel does."""
+    flat = base.reshape(-1)
+    out = np.empty(view.shape, base.dtype)
+    for i, coords in enumerate(np.ndindex(*view.shape)):
+        out.reshape(-1)[i] = flat[view.offset + sum(c * s for c, s in zip(coords, view.strides))]
+    return out
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda v: v.permute((2, 0, 1)), lambda a: a.transpose(2, 0, 1)),
+    (lambda v: v.index((slice(1, None), 2, slice(None, None, -2))), lambda a: a[1:, 2, ::-2]),
+    (lambda v: v.index((slice(None), slice(5, 1, -1))), lambda a: a[:, 5:1:-1]),
+    (lambda v: v.index((slice(None), slice(0, 2))).broadcast_to((2, 3, 2, 5)),
+     lambda a: np.broadcast_to(a[:, 0:2], (2, 3, 2, 5))),
+    (lambda v: v.insert(1, 3), lambda a: np.broadcast_to(a[:, None], (3, 3, 6, 5))),
+])
+def test_view_matches_numpy(make, expected):
+    base = np.arange(3 * 6 * 5).reshape(3, 6, 5)
+    view = make(View.of(base.shape))
+    want = expected(base)
+    np.testing.assert_array_equal(_read(base, view), want)
+    merged = view.coalesce()  # fewer dims, same addresses in the same order
+    assert len(merged.shape) <= len(view.shape)
+    np.testing.assert_array_equal(_read(base, merged).reshape(-1), want.reshape(-1))
+
+
+def test_coalesce_merges_contiguous_rows():
+    # Rows 1..2 of a (4, 6, 5) tensor are one contiguous run of 60 elements.
+    view = View.of((4, 6, 5)).index((slice(1, 3),)).coalesce()
+    assert view == View((60,), (1,), 30)
