@@ -5,6 +5,7 @@
 //
 // meta = [shape[0..rank), strides[0..rank)] in elements; shapes and strides change with every
 // operator, so they are a small buffer bound once at build time rather than compile options.
+// Indices are 32-bit ints: tensors of up to 2^31 - 1 elements, plenty for inference.
 #ifndef KUIPER_STRIDED_H
 #define KUIPER_STRIDED_H
 

@@ -184,26 +184,58 @@ def bench_torch(path: str, inputs: list[np.ndarray], args: dict, advance) -> Col
     return column
 
 
-def onnx_path(param_path: str) -> Path:
-    """pnnx writes `model.pnnx.onnx` beside `model.pnnx.param`."""
+def plain_onnx_path(param_path: str) -> Path:
+    """`model.onnx` beside `model.pnnx.param`: there when the model came through ONNX.
+
+    (pnnx's own `model.pnnx.onnx` is pnnx's graph in an ONNX container, with pnnx operator
+    types and no opset: onnxruntime cannot run it.)
+    """
     p = Path(param_path)
-    return p.with_name(p.name[: -len(".param")] + ".onnx" if p.name.endswith(".param")
-                       else p.name + ".onnx")
+    stem = p.name.split(".pnnx.")[0] if ".pnnx." in p.name else p.stem
+    return p.with_name(stem + ".onnx")
+
+
+def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str) -> Path:
+    """No plain .onnx beside the model: export one from pnnx's PyTorch module (needs torch)."""
+    import warnings
+
+    import torch
+
+    from kuiper.reference import load_torch_reference
+
+    model = load_torch_reference(param_path)
+    path = Path(folder) / "model.onnx"
+    with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(None):
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notices
+        torch.onnx.export(model, tuple(torch.from_numpy(x) for x in inputs), str(path),
+                          dynamo=False)
+    return path
 
 
 def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict, advance) -> Column:
+    import tempfile
+
     import onnxruntime as ort
 
-    model = onnx_path(path)
-    if not model.exists():
-        raise KuiperError(f"{model} not found: pnnx writes it beside the .pnnx.param")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args["threads"]
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    with tempfile.TemporaryDirectory(prefix="kuiper-bench-") as folder:
+        model = plain_onnx_path(path)
+        source = model.name
+        if not model.exists():
+            try:
+                model = export_onnx(path, inputs, folder)
+            except ImportError:
+                raise KuiperError(f"no {model.name} beside the model, and exporting one from "
+                                  "pnnx's PyTorch module needs torch (pip install "
+                                  "torch==2.13.0)") from None
+            source = f"exported from {Path(path).name.split('.pnnx.')[0]}_pnnx.py"
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = args["threads"]
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     feed = {i.name: x for i, x in zip(session.get_inputs(), inputs)}
-    column = Column(f"onnxruntime {ort.__version__} ({threads_label(args['threads'])})")
+    column = Column(f"onnxruntime {ort.__version__} ({threads_label(args['threads'])}, "
+                    f"{source})")
     column.outputs = session.run(None, feed)
     timed(column, lambda: session.run(None, feed), args["warmup"], args["repeat"], advance)
     return column
@@ -219,6 +251,20 @@ def machine_line() -> str:
                 break
     return (f"{cpu}, {os.cpu_count()} logical cores, Python {platform.python_version()}, "
             f"NumPy {np.__version__}")
+
+
+def busy_warning() -> str:
+    """Other processes competing for the cores make timings (PyTorch's spinning OpenMP
+    threads above all) unreliable; say so rather than print misleading numbers."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every OS
+        return ""
+    cores = os.cpu_count() or 1
+    if load <= cores * 0.75:
+        return ""
+    return (f"warning: the machine is busy (load average {load:.1f} on {cores} cores): "
+            "timings will be noisy; benchmark on a quiet machine")
 
 
 def progress_bar():
@@ -245,8 +291,11 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
     flops = sum(r["flops"] for r in probe_rows(probe))
     print(f"model: {path}")
     print("input: " + ", ".join(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in inputs)
-          + f"; {human(flops)}FLOPs per inference")
+          + f"; {human(flops)} FLOPs per inference")
     print(f"machine: {machine_line()}")
+    busy = busy_warning()
+    if busy:
+        print(busy)
     print(f"{warmup} warm-up run(s), then median and min of {repeat} timed run(s)\n")
 
     args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top}

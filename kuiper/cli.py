@@ -34,6 +34,7 @@ from kuiper.errors import KuiperError, OpenCLUnavailableError
 COMMAND_MODULES = ("kuiper.bench", "kuiper.compare", "kuiper.course")
 BACKEND_CHOICES = ("cpu", "opencl")
 TOP_K = 5
+FOLDED = ("pnnx.Attribute",)
 
 
 # --- helpers shared by several subcommands ------------------------------------------------------
@@ -189,6 +190,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
     for t in types:
         cls = cpu.get(t) or opencl.get(t)
         on_cl = "yes" if t in opencl else ("cpu fallback" if t in cpu else "-")
+        if t in FOLDED and t not in opencl:
+            on_cl = "folded"  # constants: uploaded once at build, never run per inference
         rows.append((t, "yes" if t in cpu else "-", on_cl, cls.__module__.rsplit(".", 1)[-1]
                      + ".py"))
     print_table(rows)
@@ -203,7 +206,7 @@ def print_table(rows: Sequence[Sequence[str]]) -> None:
     for k, row in enumerate(rows):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
         if k == 0:
-            print("  ".join("-" * w for w in widths))
+            print("  ".join(("-" if h else " ") * w for h, w in zip(row, widths)).rstrip())
 
 
 # --- devices ------------------------------------------------------------------------------------

@@ -25,9 +25,10 @@ from kuiper import registry, topo
 from kuiper.errors import GraphError, InputError, KuiperError, ShapeError
 from kuiper.ir import RuntimeOperand, RuntimeOperator
 from kuiper.tensor_spec import TensorSpec
-from parser.binfile import WeightArchive
-from parser.param import read_param
 from parser.values import DTYPES
+
+# parser.param / parser.binfile are imported inside init(): they import kuiper.errors, so a
+# module-level import here would make `import parser` (before kuiper) a circular import.
 
 # Operators the graph handles itself instead of a layer.
 INPUT, OUTPUT, TUPLE = "pnnx.Input", "pnnx.Output", "prim::TupleConstruct"
@@ -81,10 +82,13 @@ class RuntimeGraph:
         self.output_operands: list[RuntimeOperand] = []
         self.fallbacks: list[RuntimeOperator] = []  # operators run on the CPU in an OpenCL graph
         self.executor: Any = None
-        self._archive: WeightArchive | None = None
+        self._archive = None  # parser.binfile.WeightArchive, kept open: arrays map into it
 
     # --- init -----------------------------------------------------------------------------------
     def init(self) -> "RuntimeGraph":
+        from parser.binfile import WeightArchive
+        from parser.param import read_param
+
         model = read_param(self.param_path)
         needs_weights = any(d.attributes for d in model.operators)
         archive = WeightArchive(self.bin_path) if needs_weights else None
@@ -255,7 +259,7 @@ class RuntimeGraph:
                     raise InputError(f"input '{port.name}' should be {port.dtype.name}, got "
                                      f"{a.dtype.name}")
                 a = a.astype(port.dtype)
-            arrays.append(np.ascontiguousarray(a))
+            arrays.append(np.ascontiguousarray(a).reshape(a.shape))  # keeps 0-dim inputs 0-dim
         return arrays
 
     # --- introspection --------------------------------------------------------------------------

@@ -81,13 +81,17 @@ def _shape_token(shape: Sequence[int], dtype: np.dtype) -> str:
 def write_operator_model(folder: str | os.PathLike, op_type: str,
                          inputs: Sequence[np.ndarray], params: dict[str, Any] | None = None,
                          weights: dict[str, np.ndarray] | None = None, n_outputs: int = 1,
-                         name: str = "op0", constants: Sequence[int] = ()) -> str:
+                         name: str = "op0", constants: Sequence[int] = (),
+                         output_specs: Sequence[tuple[Sequence[int], Any]] | None = None) -> str:
     """Write `<folder>/model.pnnx.param` + `.bin` with one operator between inputs and outputs.
 
     Returns the .param path. Parameter values are written as pnnx writes them; pass raw strings
     for values the generic writer does not cover (e.g. `expr`). Inputs whose positions are in
     `constants` are written as `pnnx.Attribute` operators instead of graph inputs, so their
     values are known at build time (like a shape list computed from `size(...)`).
+    `output_specs`: (shape, dtype) per output; when given, the operator line carries pnnx's
+    `#` shape tokens (inputs, then these outputs), for layers that tell their outputs apart by
+    the declared shapes (pnnx drops unused outputs).
     """
     params, weights = params or {}, weights or {}
     lines, n_ops = [], len(inputs) + 2
@@ -102,6 +106,11 @@ def write_operator_model(folder: str | os.PathLike, op_type: str,
             lines.append(f"pnnx.Input pnnx_input_{i} 0 1 {ins[i]} #{ins[i]}={token}")
     tokens = [f"{k}={_format_value(v)}" for k, v in sorted(params.items())]
     tokens += [f"@{k}={_shape_token(w.shape, w.dtype)}" for k, w in weights.items()]
+    if output_specs is not None:  # as pnnx writes them: inputs' shapes, then outputs'
+        tokens += [f"#{i}={_shape_token(np.shape(x), np.asarray(x).dtype)}"
+                   for i, x in zip(ins, inputs)]
+        tokens += [f"#{o}={_shape_token(shape, dtype)}"
+                   for o, (shape, dtype) in zip(outs, output_specs)]
     lines.append(f"{op_type} {name} {len(ins)} {len(outs)} {' '.join(ins)} {' '.join(outs)} "
                  + " ".join(tokens))
     lines.append(f"pnnx.Output pnnx_output_0 {len(outs)} 0 {' '.join(outs)}")
@@ -119,7 +128,9 @@ def write_operator_model(folder: str | os.PathLike, op_type: str,
 def run_operator(op_type: str, inputs: Sequence[np.ndarray], params: dict[str, Any] | None = None,
                  weights: dict[str, np.ndarray] | None = None, n_outputs: int = 1,
                  backend: str = "cpu", allow_fallback: bool = False,
-                 constants: Sequence[int] = (), **options: Any) -> list:
+                 constants: Sequence[int] = (),
+                 output_specs: Sequence[tuple[Sequence[int], Any]] | None = None,
+                 **options: Any) -> list:
     """Run one operator through the whole loading path on `backend`; returns its outputs.
 
     On OpenCL a layer that silently fell back to the CPU would make the test meaningless, so
@@ -130,7 +141,7 @@ def run_operator(op_type: str, inputs: Sequence[np.ndarray], params: dict[str, A
 
     with tempfile.TemporaryDirectory(prefix="kuiper-op-") as folder:
         path = write_operator_model(folder, op_type, inputs, params, weights, n_outputs,
-                                    constants=constants)
+                                    constants=constants, output_specs=output_specs)
         graph = kuiper.load(path, backend=backend, **options)
         # Only the operator under test counts (constants are folded, never run).
         if any(op.name == "op0" for op in graph.fallbacks) and not allow_fallback:

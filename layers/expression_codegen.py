@@ -21,9 +21,11 @@ layer caches programs by exactly that.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from string import Template
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -116,9 +118,7 @@ def generate(expr: str, rpn: Sequence[Instruction], in_specs: Sequence[TensorSpe
     params = "".join(f"__global const {ctype(in_specs[k].dtype)} *in{k}, " for k in used)
     shapes = ", ".join(f"@{k} {_shape_text(in_specs[k].shape)} {in_specs[k].dtype.name}"
                        for k in used)
-    text = (KERNEL_DIR / "expression.cl").read_text()
-    template = Template(text[text.index("${comment}"):])  # skip the template's own comments
-    source = template.substitute(
+    source = _template().substitute(
         comment=f"// generated for {expr}\n// output {_shape_text(out_spec.shape)} "
                 f"{out_spec.dtype.name}; inputs {shapes or 'none'}",
         params=params, out_type=ctype(out_spec.dtype), index=index, n=n,
@@ -127,6 +127,13 @@ def generate(expr: str, rpn: Sequence[Instruction], in_specs: Sequence[TensorSpe
                       for k in used),
         body="".join(gen.lines), result=result.code)
     return KernelSource(source, used, n)
+
+
+@functools.cache
+def _template() -> Template:
+    """clkernels/expression.cl, minus its explanatory comments."""
+    text = (KERNEL_DIR / "expression.cl").read_text()
+    return Template(text[text.index("${comment}"):])
 
 
 class _Generator:
@@ -185,7 +192,7 @@ class _Generator:
             return Value(c_literal(item, target), target, ZERO_DIM)
         raise CodegenError(f"{item!r} cannot be computed by a kernel")
 
-    def read(self, ref: "_InputRef") -> Value:
+    def read(self, ref: _InputRef) -> Value:
         """Read input k at this work-item's broadcast offset (once; later uses reuse x<k>)."""
         shape = ref.spec.shape
         if ref.index not in self.reads:

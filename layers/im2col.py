@@ -40,9 +40,9 @@ from numpy.lib.stride_tricks import as_strided
 PAD_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
-def resolve_padding(padding: str | Sequence[int], kernel: Sequence[int],
+def resolve_padding(padding: str | Sequence[tuple[int, int]], kernel: Sequence[int],
                     dilation: Sequence[int]) -> list[tuple[int, int]]:
-    """(before, after) padding of each spatial axis.
+    """(before, after) padding of each spatial axis, from pairs or 'same' / 'valid'.
 
     'valid' is no padding. 'same' keeps the size (stride 1 only) and, like PyTorch, puts the
     odd extra element of an even kernel *after*: total d*(k-1), before = total // 2.
@@ -55,7 +55,7 @@ def resolve_padding(padding: str | Sequence[int], kernel: Sequence[int],
             total = d * (k - 1)
             pads.append((total // 2, total - total // 2))
         return pads
-    return [(int(p), int(p)) for p in padding]
+    return [(int(lo), int(hi)) for lo, hi in padding]
 
 
 def conv_output_size(size: int, kernel: int, stride: int, pad: tuple[int, int],
@@ -86,6 +86,20 @@ def pad_input(x: np.ndarray, pads: Sequence[tuple[int, int]], mode: str = "zeros
         border[axis] = slice(out.shape[axis] - hi, out.shape[axis])
         out[tuple(border)] = 0
     return out
+
+
+def source_indices(size: int, pad: tuple[int, int], mode: str = "zeros") -> np.ndarray:
+    """For each coordinate of a padded axis, the input coordinate it copies (-1: a zero).
+
+    Padding an index vector shows what every padding mode does:
+    size 4, pad (2, 2): zeros [-1 -1 0 1 2 3 -1 -1], reflect [2 1 0 1 2 3 2 1],
+    replicate [0 0 0 1 2 3 3 3], circular [2 3 0 1 2 3 0 1]. The OpenCL kernels read the input
+    through such tables instead of padding it.
+    """
+    index = np.arange(size, dtype=np.int32)
+    if mode == "zeros":
+        return np.pad(index, pad, mode="constant", constant_values=-1)
+    return np.pad(index, pad, mode=PAD_MODES[mode])
 
 
 def windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],

@@ -65,19 +65,28 @@ class Strided:
     col: int
 
 
-def strided(shape: Sequence[int], target: Sequence[int], array: Any = None,
-            base: int = 0) -> Strided:
+def strided(shape: Sequence[int], target: Sequence[int], array: Any = None) -> Strided:
     """The view of a C-contiguous `shape` tensor broadcast to `target` (batch..., rows, cols).
 
     Trick: number the elements 0..size-1, broadcast that index array with NumPy, and read the
     offsets and strides straight off the result (broadcast dims get stride 0 for free).
     """
-    shape, target = tuple(shape), tuple(target)
-    index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
-    view = np.broadcast_to(index, target)
-    steps = [s // index.itemsize for s in view.strides]
-    offsets = view[(...,) + (0, 0)].reshape(-1) + base if view.size else np.zeros(1, np.int64)
-    return Strided(array, offsets.astype(np.int32), int(steps[-2]), int(steps[-1]))
+    index = np.arange(int(np.prod(tuple(shape), dtype=np.int64)), dtype=np.int64)
+    return strided_index(index.reshape(tuple(shape)), target, array)
+
+
+def strided_index(index: np.ndarray, target: Sequence[int], array: Any = None) -> Strided:
+    """Like `strided`, from an index array that may already be rearranged with NumPy
+    (np.repeat of K/V heads for grouped-query attention, a transpose ...)."""
+    view = np.broadcast_to(index, tuple(target))
+    if view.size == 0:
+        return Strided(array, np.zeros(1, np.int32), 0, 0)
+    corner = view[(...,) + (0, 0)].reshape(-1)
+    # Strides of the last two dims, measured on the data (np.repeat leaves no plain strides).
+    rows, cols = view.shape[-2:]
+    row = int(view[(0,) * (view.ndim - 2) + (1, 0)] - view.flat[0]) if rows > 1 else 0
+    col = int(view[(0,) * (view.ndim - 2) + (0, 1)] - view.flat[0]) if cols > 1 else 0
+    return Strided(array, corner.astype(np.int32), row, col)
 
 
 def explicit(array: Any, offsets: Sequence[int], row: int, col: int) -> Strided:

@@ -21,8 +21,8 @@ The variance is the biased one (divide by `length`), as PyTorch uses for normali
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -118,7 +118,10 @@ class RowNorm(Layer):
     eps: float = 1e-5
     gamma: np.ndarray | None = None
     beta: np.ndarray | None = None
-    slots: dict[str, int] = {"input": 0}
+
+    def __init__(self, op: RuntimeOperator):
+        super().__init__(op)
+        self.slots: dict[str, int] = {"input": 0}  # argument name -> input position
 
     def layout(self, shape: Sequence[int]) -> RowLayout:
         raise NotImplementedError

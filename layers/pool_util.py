@@ -17,8 +17,8 @@ the right padding, covering no input at all, and PyTorch drops it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -92,7 +92,7 @@ class ReLU6(Activation):
 
 @register("nn.LeakyReLU", "F.leaky_relu", backend="cpu")
 class LeakyReLU(Activation):
-    params = {"negative_slope": 0.01}
+    params: ClassVar[dict[str, float | None]] = {"negative_slope": 0.01}
 
     def compute(self, x, slope):
         return np.where(x > 0, x, x * x.dtype.type(slope))
@@ -130,7 +130,7 @@ class GELU(Activation):
     kernel like any other parameter.
     """
 
-    params = {"approximate": 0.0}
+    params: ClassVar[dict[str, float | None]] = {"approximate": 0.0}
 
     def read_param(self, name, default):
         return float(self.op.str_param(name, "none", choices=("none", "tanh")) == "tanh")
@@ -150,7 +150,7 @@ class Tanh(Activation):
 
 @register("nn.ELU", "F.elu", backend="cpu")
 class ELU(Activation):
-    params = {"alpha": 1.0}
+    params: ClassVar[dict[str, float | None]] = {"alpha": 1.0}
 
     def compute(self, x, alpha):
         # expm1, not exp(x) - 1: near 0 the subtraction would cancel every significant digit.
@@ -159,7 +159,7 @@ class ELU(Activation):
 
 @register("nn.CELU", "F.celu", backend="cpu")
 class CELU(Activation):
-    params = {"alpha": 1.0}
+    params: ClassVar[dict[str, float | None]] = {"alpha": 1.0}
 
     def read_param(self, name, default):
         alpha = super().read_param(name, default)
@@ -185,7 +185,7 @@ class Mish(Activation):
 
 @register("nn.Softplus", "F.softplus", backend="cpu")
 class Softplus(Activation):
-    params = {"beta": 1.0, "threshold": 20.0}
+    params: ClassVar[dict[str, float | None]] = {"beta": 1.0, "threshold": 20.0}
 
     def compute(self, x, beta, threshold):
         return softplus(x, beta, threshold)
@@ -193,7 +193,7 @@ class Softplus(Activation):
 
 @register("nn.Hardtanh", "F.hardtanh", backend="cpu")
 class Hardtanh(Activation):
-    params = {"min_val": -1.0, "max_val": 1.0}
+    params: ClassVar[dict[str, float | None]] = {"min_val": -1.0, "max_val": 1.0}
 
     def compute(self, x, low, high):
         return np.minimum(np.maximum(x, low), high)
@@ -214,7 +214,7 @@ class LogSigmoid(Activation):
 
 @register("nn.Threshold", "F.threshold", backend="cpu")
 class Threshold(Activation):
-    params = {"threshold": None, "value": None}
+    params: ClassVar[dict[str, float | None]] = {"threshold": None, "value": None}
 
     def compute(self, x, threshold, value):
         return np.where(x > threshold, x, x.dtype.type(value))
@@ -228,7 +228,7 @@ class Tanhshrink(Activation):
 
 @register("nn.Hardshrink", "F.hardshrink", backend="cpu")
 class Hardshrink(Activation):
-    params = {"lambd": 0.5}
+    params: ClassVar[dict[str, float | None]] = {"lambd": 0.5}
 
     def compute(self, x, lambd):
         return np.where(np.abs(x) > lambd, x, 0)
@@ -236,7 +236,7 @@ class Hardshrink(Activation):
 
 @register("nn.Softshrink", "F.softshrink", backend="cpu")
 class Softshrink(Activation):
-    params = {"lambd": 0.5}
+    params: ClassVar[dict[str, float | None]] = {"lambd": 0.5}
 
     def read_param(self, name, default):
         lambd = super().read_param(name, default)

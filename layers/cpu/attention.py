@@ -58,12 +58,13 @@ class ScaledDotProductAttention(Layer):
                 raise self.shape_error(f"enable_gqa needs the query heads ({q[-3]}) to be a "
                                        f"multiple of the key/value heads, got {k} and {v}")
             self.groups = q[-3] // k[-3]
-        kv_batch = list(k[:-2])
-        if self.groups > 1:
-            kv_batch[-1] *= self.groups
+        def expanded(shape):   # batch dims of k / v after GQA repeats their heads
+            b = list(shape[:-2])
+            if self.groups > 1:
+                b[-1] *= self.groups
+            return tuple(b)
         try:
-            batch = tuple(np.broadcast_shapes(q[:-2], tuple(kv_batch), v[:-2][:len(kv_batch)]
-                                              if self.groups == 1 else tuple(kv_batch)))
+            batch = tuple(np.broadcast_shapes(q[:-2], expanded(k), expanded(v)))
         except ValueError:
             raise self.shape_error(f"batch dims of {q}, {k}, {v} do not broadcast") from None
         self.batch, self.length, self.source = batch, q[-2], k[-2]

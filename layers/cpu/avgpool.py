@@ -19,8 +19,15 @@ import numpy as np
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers.base import Layer
-from layers.pool_util import (Window, check_pool_input, output_shape, pooled_sizes,
-                              read_windows, spatial_rank, window_taps)
+from layers.pool_util import (
+    Window,
+    check_pool_input,
+    output_shape,
+    pooled_sizes,
+    read_windows,
+    spatial_rank,
+    window_taps,
+)
 
 
 @register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", backend="cpu")

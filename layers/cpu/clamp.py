@@ -11,6 +11,7 @@ a second input: a constant, known when the graph is built, so it is read from it
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from layers.cpu.activation import Activation
 
 @register("torch.clamp", "torch.clip", backend="cpu")
 class Clamp(Activation):
-    params = {"min": -math.inf, "max": math.inf}
+    params: ClassVar[dict[str, float | None]] = {"min": -math.inf, "max": math.inf}
 
     def read_param(self, name, default):
         if self.op.param(name, None) is None:
@@ -29,8 +30,9 @@ class Clamp(Activation):
         return self.op.float_param(name)
 
     def compute(self, x, low, high):
-        # In this order, as PyTorch: with min > max every element becomes max.
-        return np.minimum(np.maximum(x, x.dtype.type(low)), x.dtype.type(high))
+        # In this order, as PyTorch: with min > max every element becomes max. (Python floats
+        # keep a float32 array float32; an integer tensor is clamped in float, then cast back.)
+        return np.minimum(np.maximum(x, low), high)
 
 
 class ClampBoundInput(Clamp):

@@ -61,16 +61,11 @@ class ConvNd(Layer):
         layer.stride = op.ints_param("stride", nd, default=1)
         layer.dilation = op.ints_param("dilation", nd, default=1)
         layer.groups = op.int_param("groups", 1)
-        if isinstance(op.param("padding", 0), str):
-            layer.padding = op.str_param("padding", choices=("same", "valid"))
-        else:
-            layer.padding = op.ints_param("padding", nd, default=0)
+        layer.padding = layer.read_padding(op)
         layer.padding_mode = op.str_param("padding_mode", "zeros", choices=PADDING_MODES)
         if min(layer.stride) < 1 or min(layer.dilation) < 1 or layer.groups < 1:
             raise op.error(f"stride {layer.stride}, dilation {layer.dilation} and groups "
                            f"{layer.groups} must all be >= 1")
-        if not isinstance(layer.padding, str) and min(layer.padding) < 0:
-            raise op.error(f"padding {layer.padding} must be >= 0")
         if layer.padding == "same" and max(layer.stride) > 1:
             raise op.error(f"padding='same' needs stride 1 (as in PyTorch), got {layer.stride}")
         layer.weight = layer.bias = None
@@ -82,6 +77,23 @@ class ConvNd(Layer):
         if layer.weight is not None:
             layer.wmat, layer.bvec = layer.gemm_weights(layer.weight, layer.bias)
         return layer
+
+    def read_padding(self, op) -> str | list[tuple[int, int]]:
+        """'same', 'valid', or (before, after) per spatial axis.
+
+        pnnx writes one number per axis, except when it fused a BatchNorm into a 'same' conv
+        with an even kernel: then the padding is asymmetric and comes in F.pad's order, last
+        axis first: `padding=(left,right,top,bottom)`.
+        """
+        nd = self.ndim
+        if isinstance(op.param("padding", 0), str):
+            return op.str_param("padding", choices=("same", "valid"))
+        values = op.ints_param("padding", default=0)
+        if min(values) < 0:
+            raise op.error(f"padding {values} must be >= 0")
+        if len(values) == 2 * nd:
+            return [(values[2 * a], values[2 * a + 1]) for a in reversed(range(nd))]
+        return [(p, p) for p in op.ints_param("padding", nd, default=0)]
 
     def read_module_weights(self, op) -> None:
         """nn.ConvNd: check the weight against in/out_channels, groups and kernel_size."""

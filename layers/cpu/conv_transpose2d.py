@@ -33,6 +33,9 @@ class ConvTransposeNd(ConvNd):
                            f"got '{op.param('padding')}'")
         op.str_param("padding_mode", "zeros", choices=("zeros",))  # all PyTorch supports
         layer = super().from_operator(op)
+        layer.padding = op.ints_param("padding", cls.ndim, default=0)  # symmetric only
+        if min(layer.padding) < 0:
+            raise op.error(f"padding {layer.padding} must be >= 0")
         layer.output_padding = op.ints_param("output_padding", cls.ndim, default=0)
         for op_, s, d in zip(layer.output_padding, layer.stride, layer.dilation):
             if op_ < 0 or op_ >= max(s, d):

@@ -18,7 +18,8 @@ The output may be a tensor, a Python number or a list (the shape argument of a r
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -20,7 +20,8 @@ class Flip(DataMovementLayer):
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
-        layer.dims = op.ints_param("dims")
+        # `dims=()` (a no-op flip) is written `dims=None`, like every empty tuple.
+        layer.dims = [] if op.param("dims") is None else op.ints_param("dims")
         return layer
 
     def infer_specs(self, inputs):

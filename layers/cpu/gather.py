@@ -123,6 +123,12 @@ def absorb_index_list(op: RuntimeOperator) -> list[int | None] | None:
     for operand in op.inputs[1:]:
         if op not in operand.consumers:
             operand.consumers.append(op)
+    if not any(out.consumers for out in producer.outputs):
+        # Nobody reads the list any more (a graph output would still have its pnnx.Output
+        # consumer): drop the expression's layer, so that no backend evaluates a list holding
+        # a tensor. Its layer exists already: pnnx writes operators in topological order and
+        # layers are created in file order.
+        producer.layer = None
     positions = iter(range(1, len(op.inputs)))
     return [None if item == "None" else next(positions) for item in items]
 

@@ -41,5 +41,9 @@ class GroupNorm(RowNorm):
             raise self.shape_error(f"input has {channels} channels, not divisible by "
                                    f"num_groups={groups}")
         inner = int(np.prod(shape[2:], dtype=np.int64))
+        if n * (channels // groups) * inner == 1:  # PyTorch's _verify_batch_size, eval too
+            raise self.shape_error(f"input shape {tuple(shape)} with {groups} groups has 1 "
+                                   "value per group over the batch; PyTorch expects more than "
+                                   "1 value")
         return RowLayout(rows=n * groups, length=channels // groups * inner, groups=groups,
                          inner=inner, n_params=channels)

@@ -33,14 +33,13 @@ class Matmul(Layer):
         rank = self.STRICT_RANKS.get(self.type)
         if rank is not None and (len(a) != rank or len(b) != rank):
             raise self.shape_error(f"both operands should be {rank}-D, got {a} and {b}")
-        try:
-            shapes = matmul_shapes(a, b)
-        except ValueError as e:
-            raise self.shape_error(str(e)) from None
         if rank == 3 and a[0] != b[0]:
             raise self.shape_error(f"bmm needs equal batch sizes, got {a} and {b} "
                                    "(use torch.matmul to broadcast)")
-        return shapes
+        try:
+            return matmul_shapes(a, b)
+        except ValueError as e:
+            raise self.shape_error(str(e)) from None
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 3 if self.has_input else 2)

@@ -16,8 +16,14 @@ import numpy as np
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers.base import Layer
-from layers.pool_util import (check_pool_input, output_shape, pooled_sizes, read_windows,
-                              spatial_rank, window_taps)
+from layers.pool_util import (
+    check_pool_input,
+    output_shape,
+    pooled_sizes,
+    read_windows,
+    spatial_rank,
+    window_taps,
+)
 
 
 @register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", backend="cpu")
@@ -65,8 +71,8 @@ class MaxPool(Layer):
         # If a whole window were -inf, PyTorch reports its first *in-bounds* tap: start there.
         first_row = _first_inside(wy.starts(oh), wy.dilation)
         first_col = _first_inside(wx.starts(ow), wx.dilation)
-        index = np.broadcast_to(first_row[:, None] * w + first_col[None, :], (view.shape[0], oh, ow))
-        index = index.copy()
+        start = first_row[:, None] * w + first_col[None, :]
+        index = np.broadcast_to(start, (view.shape[0], oh, ow)).copy()
         best = np.full((view.shape[0], oh, ow), -np.inf, dtype=view.dtype)
         for rows, cols, values in window_taps(view, self.windows, oh, ow, -np.inf):
             better = (values > best) | np.isnan(values)

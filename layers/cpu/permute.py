@@ -32,7 +32,8 @@ class Permute(PermuteLayer):
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
-        layer.dims = op.ints_param("dims")
+        # A 0-D tensor's permute(()) is written `dims=None`, like every empty tuple.
+        layer.dims = [] if op.param("dims") is None else op.ints_param("dims")
         return layer
 
     def permutation(self, rank, inputs):

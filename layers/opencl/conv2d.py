@@ -14,10 +14,9 @@ import numpy as np
 
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
+from layers import im2col
 from layers.cpu import conv2d
 from layers.opencl.linear import BIAS_PER_ROW, WeightBuffers, gemm_launch
-
-PAD_CODES = {"zeros": 0, "reflect": 1, "replicate": 2, "circular": 3}  # PAD_MODE in conv2d.cl
 
 
 class ConvBind(WeightBuffers, OpenCLLayer):
@@ -25,39 +24,43 @@ class ConvBind(WeightBuffers, OpenCLLayer):
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
-        lift = (1,) * (2 - self.ndim)  # a 1-D axis becomes (1, L)
-        (h, w), (kh, kw) = lift + geo.size, lift + geo.kernel
-        (oh, ow), (sh, sw) = lift + geo.out, lift + tuple(self.stride)
-        (dh, dw) = lift + tuple(self.dilation)
-        (ph, _), (pw, _) = ((0, 0),) * (2 - self.ndim) + geo.pads
+        lift = 2 - self.ndim  # a 1-D conv is a 2-D one over a (1, L) image
+        (h, w), (kh, kw) = (1,) * lift + geo.size, (1,) * lift + geo.kernel
+        (oh, ow), (sh, sw) = (1,) * lift + geo.out, (1,) * lift + tuple(self.stride)
+        (dh, dw) = (1,) * lift + tuple(self.dilation)
+        pads = ((0, 0),) * lift + geo.pads
         n, c, cout, g = geo.n, geo.c, geo.cout, self.groups
         p = oh * ow
         weight, bias = self.weight_buffers(inputs)
         x, y = inputs[0].data, outputs[0].data
-        options = (f"-DPAD_MODE={PAD_CODES[self.padding_mode]}",)
+        # where each padded row / column reads from (layers/im2col.source_indices)
+        self.src_y, self.src_x = (
+            self.upload(im2col.source_indices(size, pad, self.padding_mode))
+            for size, pad in zip((h, w), pads))
+        tables = (self.src_y.data, self.src_x.data)
         i32 = np.int32
-        geometry = [i32(v) for v in (kh, kw, oh, ow, sh, sw, ph, pw, dh, dw)]
+        geometry = [i32(v) for v in (kh, kw, oh, ow, sh, sw, dh, dw)]
 
         if geo.cin_g == 1 and g > 1:
-            kernel = self.kernel("depthwise", options)
-            kernel.set_args(x, weight, bias, i32(bias is not None), y, i32(c), i32(h), i32(w),
-                            i32(cout), i32(cout // g), *geometry, i32(n * cout))
+            kernel = self.kernel("depthwise")
+            kernel.set_args(x, weight, bias, i32(bias is not None), y, *tables, i32(c), i32(h),
+                            i32(w), i32(cout), i32(cout // g), *geometry, i32(n * cout))
             self.launches = [Launch(kernel, (round_up(p, 64), n * cout))]
             return
 
         k = geo.cin_g * kh * kw
         self.launches = []
-        if (kh, kw, sh, sw) == (1, 1, 1, 1) and not any(lo or hi for lo, hi in geo.pads):
+        if (kh, kw, sh, sw) == (1, 1, 1, 1) and not any(lo or hi for lo, hi in pads):
             cols = x
         else:
             self.cols = self.runtime.empty((n * c * kh * kw * p,), np.float32)
             cols = self.cols.data
-            im2col = self.kernel("im2col", options)
-            im2col.set_args(x, cols, i32(h), i32(w), *geometry, i32(n * c))
-            self.launches.append(Launch(im2col, (round_up(p, 64), kh * kw, n * c)))
+            kernel = self.kernel("im2col")
+            kernel.set_args(x, cols, *tables, i32(h), i32(w), *geometry, i32(n * c))
+            self.launches.append(Launch(kernel, (round_up(p, 64), kh * kw, n * c)))
         cout_g = cout // g
         self.launches.append(gemm_launch(
-            self.kernel("gemm", options), cout_g, p, k, weight, cout_g * k, cols, k * p,
+            self.kernel("gemm"), cout_g, p, k, weight, cout_g * k, cols, k * p,
             y, cout_g * p, bias, BIAS_PER_ROW, groups=g, batch=n))
 
 

@@ -27,7 +27,7 @@ from parser.expression import Symbolic
 
 # runtime -> {(expr, input signature): built program}. Keyed weakly by the runtime, so the
 # programs go when the runtime (its OpenCL context) goes.
-_PROGRAMS: "weakref.WeakKeyDictionary[Any, dict[tuple, Any]]" = weakref.WeakKeyDictionary()
+_PROGRAMS: weakref.WeakKeyDictionary[Any, dict[tuple, Any]] = weakref.WeakKeyDictionary()
 
 
 def _signature(spec) -> tuple:
@@ -38,8 +38,16 @@ def _signature(spec) -> tuple:
 
 @register("pnnx.Expression", backend="opencl")
 class Expression(OpenCLLayer, expression.Expression):
+    def allocate_outputs(self, inputs, in_specs, out_specs):
+        # `expr=None` (pnnx's placeholder for an absent argument) has no numbers to store.
+        if out_specs[0].dtype == object:
+            return [None]
+        return super().allocate_outputs(inputs, in_specs, out_specs)
+
     def bind(self, inputs, outputs, in_specs, out_specs):
         self._host = None
+        if outputs[0] is None:
+            return
         if not isinstance(self.symbolic_result(in_specs), Symbolic):
             # A list with run-time items: evaluate it on the host (download, compute, upload).
             self._host = HostFallback(expression.Expression.from_operator(self.op), self.runtime)

@@ -33,7 +33,7 @@ class IndexSelect(DeviceGather, gather.IndexSelect):
         index = self.index_buffer(inputs[1], in_specs[1])
         self.launches = index_select(self, inputs[0], index, outputs[0],
                                      in_specs[0].shape or (1,), self.axis,
-                                     max(in_specs[1].numel, 1), in_specs[1].dtype,
+                                     in_specs[1].numel, in_specs[1].dtype,
                                      out_specs[0].dtype)
 
 
@@ -74,5 +74,5 @@ class Index(DeviceGather, gather.Index):
         spec, source = self.resolved[positions[0]]
         index = self.index_buffer(None if source is None else inputs[source], spec)
         self.launches = index_select(self, inputs[0], index, outputs[0], in_specs[0].shape,
-                                     positions[0], max(spec.numel, 1), spec.dtype,
+                                     positions[0], spec.numel, spec.dtype,
                                      out_specs[0].dtype)

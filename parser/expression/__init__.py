@@ -20,7 +20,21 @@ from parser.expression.rpn import Op, format_rpn, to_rpn
 from parser.expression.tokenizer import Kind, Token, tokenize
 
 __all__ = [
-    "Call", "Input", "ListNode", "Literal", "Node", "parse", "unparse", "BroadcastError",
-    "Symbolic", "evaluate", "FUNCTIONS", "Op", "format_rpn", "to_rpn", "Kind", "Token",
+    "FUNCTIONS",
+    "BroadcastError",
+    "Call",
+    "Input",
+    "Kind",
+    "ListNode",
+    "Literal",
+    "Node",
+    "Op",
+    "Symbolic",
+    "Token",
+    "evaluate",
+    "format_rpn",
+    "parse",
+    "to_rpn",
     "tokenize",
+    "unparse",
 ]

@@ -36,12 +36,10 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass, field
-from typing import Union
 
 from kuiper.errors import ExpressionError
 from parser.expression.functions import FUNCTIONS, Function
 from parser.expression.tokenizer import Kind, Token, tokenize
-
 
 # --- the nodes ----------------------------------------------------------------------------------
 # `column` (where the node starts in the text) is for error messages only: two trees are equal
@@ -79,7 +77,7 @@ class Call:
     """`name(args...)`: a function from `FUNCTIONS`."""
 
     name: str
-    args: tuple["Node", ...]
+    args: tuple[Node, ...]
     column: int = field(default=-1, compare=False, repr=False)
 
     def __post_init__(self):
@@ -90,14 +88,14 @@ class Call:
 class ListNode:
     """`[a,b,...]`: a Python list (only ever the whole expression, e.g. a reshape's shape)."""
 
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
     column: int = field(default=-1, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "items", tuple(self.items))
 
 
-Node = Union[Input, Literal, Call, ListNode]
+Node = Input | Literal | Call | ListNode
 
 
 # --- the parser ---------------------------------------------------------------------------------

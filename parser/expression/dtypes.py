@@ -25,8 +25,9 @@ OpenCL code generator all call it, so all three agree by construction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -142,12 +143,13 @@ def _python(name: str, args: list[Any]) -> Any:
     kind = FUNCTIONS[name].kind
     if kind == "cast":
         return {"int": int, "torch.long": int, "torch.float": float, "torch.bool": bool}[name](a)
-    if name in ("abs", "neg", "square", "sign") or (kind == "keep_unary"
-                                                     and not isinstance(a, float)):
+    if kind == "keep_unary":
         if name == "sign":
             return type(a)((a > 0) - (a < 0))
-        return {"abs": abs, "neg": operator.neg, "square": lambda x: x * x}.get(
-            name, lambda x: x)(a)  # ceil/floor/round/trunc of an int: the int itself
+        if name in ("abs", "neg", "square"):
+            return abs(a) if name == "abs" else -a if name == "neg" else a * a
+        if not isinstance(a, float):
+            return a  # ceil/floor/round/trunc of an int: the int itself
     # float functions (and ceil/floor/round/trunc of a float, which stay floats): compute in
     # float64 through NumPy, which gives inf/nan where `math` would raise.
     with np.errstate(all="ignore"):

@@ -15,7 +15,6 @@ inference and the OpenCL code generator.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from parser.expression.ast import Call, Input, ListNode, Literal, Node, unparse
 from parser.expression.functions import LIST
@@ -30,7 +29,7 @@ class Op:
     column: int = field(default=-1, compare=False, repr=False)  # for error messages
 
 
-Instruction = Union[Input, Literal, Op]
+Instruction = Input | Literal | Op
 
 
 def to_rpn(node: Node) -> list[Instruction]:

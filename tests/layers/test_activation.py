@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import kuiper
 from kuiper import OperatorError
 from kuiper.testing import assert_close, run_operator
 
@@ -102,3 +103,34 @@ def test_activation_bad_params(backend, op_type, params, message):
     x = np.ones((2, 3), np.float32)
     with pytest.raises(OperatorError, match=message):
         run_operator(op_type, [x], params=params, backend=backend)
+
+
+class AllActivations(torch.nn.Module):
+    """Module and functional spellings, as a real pnnx export writes them."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.mods = nn.ModuleList([
+            nn.ReLU6(), nn.LeakyReLU(0.2), nn.Sigmoid(), nn.SiLU(), nn.Hardswish(),
+            nn.Hardsigmoid(), nn.GELU(), nn.GELU(approximate="tanh"), nn.Tanh(), nn.ELU(0.5),
+            nn.CELU(0.5), nn.SELU(), nn.Mish(), nn.Softplus(2, 10), nn.Hardtanh(-2, 3),
+            nn.Softsign(), nn.LogSigmoid(), nn.Threshold(0.1, 20), nn.Tanhshrink(),
+            nn.Hardshrink(0.3), nn.Softshrink(0.3)])
+
+    def forward(self, x):
+        return tuple(m(x) for m in self.mods) + (
+            F.relu6(x), F.leaky_relu(x, 0.3), torch.sigmoid(x), F.silu(x), F.gelu(x),
+            torch.tanh(x), F.elu(x, 0.7), F.celu(x, 1.5), F.selu(x), F.mish(x),
+            F.softplus(x, 0.5, 15), F.hardtanh(x, -0.5, 0.5), F.logsigmoid(x),
+            F.threshold(x, 0.2, -1.0), F.hardswish(x), F.hardsigmoid(x))
+
+
+@pytest.mark.slow
+def test_activation_pnnx_export(backend, rng, export_model):
+    x = torch.from_numpy((rng.standard_normal((2, 5, 4, 6)) * 4).astype(np.float32))
+    module = AllActivations().eval()
+    graph = kuiper.load(export_model("activations", module, (x,)), backend=backend)
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(x.numpy()), module(x)):
+        assert_close(got, want.numpy())

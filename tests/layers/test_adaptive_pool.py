@@ -23,7 +23,7 @@ def _torch_size(size):
 @pytest.mark.parametrize("size", SIZES_2D)
 def test_adaptive_avg_pool2d_matches_torch(backend, rng, op_type, shape, size):
     x = rng.standard_normal(shape).astype(np.float32)
-    (y,) = run_operator(op_type, [x], params=dict(output_size=list(size)), backend=backend)
+    (y,) = run_operator(op_type, [x], params={"output_size": list(size)}, backend=backend)
     ref = F.adaptive_avg_pool2d(torch.from_numpy(x), _torch_size(size))
     assert_close(y, ref.numpy())
 
@@ -34,8 +34,8 @@ def test_adaptive_avg_pool2d_matches_torch(backend, rng, op_type, shape, size):
 @pytest.mark.parametrize("size", SIZES_2D)
 def test_adaptive_max_pool2d_matches_torch(backend, rng, op_type, shape, indices, size):
     x = rng.standard_normal(shape).astype(np.float32)
-    outs = run_operator(op_type, [x], params=dict(output_size=list(size),
-                                                  return_indices=indices),
+    params = {"output_size": list(size), "return_indices": indices}
+    outs = run_operator(op_type, [x], params=params,
                         n_outputs=2 if indices else 1, backend=backend)
     ref, ref_idx = F.adaptive_max_pool2d(torch.from_numpy(x), _torch_size(size), True)
     assert_close(outs[0], ref.numpy())
@@ -51,7 +51,7 @@ def test_adaptive_pool1d_matches_torch(backend, rng, op_type, shape, size):
     x = rng.standard_normal(shape).astype(np.float32)
     is_max = "max" in op_type.lower()
     indices = op_type.startswith("F.") and is_max  # pnnx writes both outputs for F.*max*
-    params = dict(output_size=[size])
+    params = {"output_size": [size]}
     if is_max:
         params["return_indices"] = indices
     outs = run_operator(op_type, [x], params=params, n_outputs=2 if indices else 1,
@@ -76,5 +76,5 @@ def test_adaptive_bounds_follow_torch_rule():
 def test_adaptive_pool_bad_output_size(backend, rng, size, message):
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     with pytest.raises(OperatorError, match=message):
-        run_operator("nn.AdaptiveAvgPool2d", [x], params=dict(output_size=size),
+        run_operator("nn.AdaptiveAvgPool2d", [x], params={"output_size": size},
                      backend=backend)

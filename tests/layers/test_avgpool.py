@@ -11,11 +11,15 @@ from kuiper.errors import OperatorError, ShapeError
 from kuiper.testing import assert_close, run_operator
 
 
-def _grid(kernels, strides, paddings, overrides):
-    for k, s, p, c, inc, o in itertools.product(kernels, strides, paddings, (False, True),
-                                                (False, True), overrides):
-        if all(pi <= ki // 2 for ki, pi in zip(np.broadcast_to(k, 2), np.broadcast_to(p, 2))):
-            yield k, s, p, c, inc, o
+def _grid(variants, kernels, strides, paddings, overrides):
+    """Every combination PyTorch accepts, each with one (type, shape) variant chosen
+    pseudo-randomly, so that no parameter always meets the same variant."""
+    combos = [(k, s, p, c, inc, o) for k, s, p, c, inc, o in
+              itertools.product(kernels, strides, paddings, (False, True), (False, True),
+                                overrides)
+              if all(pi <= ki // 2 for ki, pi in zip(np.broadcast_to(k, 2), np.broadcast_to(p, 2)))]
+    picks = np.random.default_rng(0).integers(len(variants), size=len(combos))
+    return [variants[i] + combo for i, combo in zip(picks, combos)]
 
 
 def _pnnx(value):
@@ -27,13 +31,13 @@ def _pnnx(value):
 VARIANTS_2D = [("nn.AvgPool2d", (1, 5, 11, 9)), ("F.avg_pool2d", (3, 13, 10, 7))]
 
 
-@pytest.mark.parametrize("op_type,shape", VARIANTS_2D)
-@pytest.mark.parametrize("k,s,p,c,inc,o", list(_grid([1, 3, (3, 2)], [None, 1, (2, 3)],
-                                                       [0, 1, (1, 0)], [None, 5])))
+@pytest.mark.parametrize("op_type,shape,k,s,p,c,inc,o",
+                         _grid(VARIANTS_2D, [1, 3, (3, 2)], [None, 1, (2, 3)], [0, 1, (1, 0)],
+                               [None, 5]))
 def test_avgpool2d_matches_torch(backend, rng, op_type, shape, k, s, p, c, inc, o):
     x = rng.standard_normal(shape).astype(np.float32)
-    params = dict(kernel_size=_pnnx(k), stride=_pnnx(s), padding=_pnnx(p), ceil_mode=c,
-                  count_include_pad=inc, divisor_override=o)
+    params = {"kernel_size": _pnnx(k), "stride": _pnnx(s), "padding": _pnnx(p), "ceil_mode": c,
+              "count_include_pad": inc, "divisor_override": o}
     (y,) = run_operator(op_type, [x], params=params, backend=backend)
     ref = F.avg_pool2d(torch.from_numpy(x), k, s, p, c, inc, o)
     assert_close(y, ref.numpy())
@@ -42,13 +46,12 @@ def test_avgpool2d_matches_torch(backend, rng, op_type, shape, k, s, p, c, inc, 
 VARIANTS_1D = [("nn.AvgPool1d", (1, 5, 17)), ("F.avg_pool1d", (3, 13, 16))]
 
 
-@pytest.mark.parametrize("op_type,shape", VARIANTS_1D)
-@pytest.mark.parametrize("k,s,p,c,inc,o", list(_grid([1, 2, 4], [None, 1, 3], [0, 1, 2],
-                                                       [None])))
+@pytest.mark.parametrize("op_type,shape,k,s,p,c,inc,o",
+                         _grid(VARIANTS_1D, [1, 2, 4], [None, 1, 3], [0, 1, 2], [None]))
 def test_avgpool1d_matches_torch(backend, rng, op_type, shape, k, s, p, c, inc, o):
     x = rng.standard_normal(shape).astype(np.float32)
-    params = dict(kernel_size=[k], stride=_pnnx(s), padding=[p], ceil_mode=c,
-                  count_include_pad=inc)
+    params = {"kernel_size": [k], "stride": _pnnx(s), "padding": [p], "ceil_mode": c,
+              "count_include_pad": inc}
     (y,) = run_operator(op_type, [x], params=params, backend=backend)
     assert_close(y, F.avg_pool1d(torch.from_numpy(x), k, s, p, c, inc).numpy())
 
@@ -57,8 +60,8 @@ def test_avgpool1d_matches_torch(backend, rng, op_type, shape, k, s, p, c, inc, 
 def test_avgpool_unbatched_and_tiny(backend, rng, shape):
     x = rng.standard_normal(shape).astype(np.float32)
     k = 1 if shape[-1] == 1 else 3
-    params = dict(kernel_size=[k, k], stride=[2, 2], padding=[k // 2, k // 2], ceil_mode=True,
-                  count_include_pad=True, divisor_override=None)
+    params = {"kernel_size": [k, k], "stride": [2, 2], "padding": [k // 2, k // 2],
+              "ceil_mode": True, "count_include_pad": True, "divisor_override": None}
     (y,) = run_operator("nn.AvgPool2d", [x], params=params, backend=backend)
     ref = F.avg_pool2d(torch.from_numpy(x), k, 2, k // 2, True, True)
     assert_close(y, ref.numpy())
@@ -69,18 +72,18 @@ def test_avgpool_padding_over_half_kernel_is_refused(backend, rng):
     with pytest.raises(RuntimeError):  # PyTorch refuses it as well
         F.avg_pool2d(torch.from_numpy(x), 2, padding=2)
     with pytest.raises(OperatorError, match="more than half of kernel_size"):
-        run_operator("F.avg_pool2d", [x], params=dict(kernel_size=[2, 2], padding=[2, 1]),
+        run_operator("F.avg_pool2d", [x], params={"kernel_size": [2, 2], "padding": [2, 1]},
                      backend=backend)
 
 
 def test_avgpool_zero_divisor_is_refused(backend, rng):
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     with pytest.raises(OperatorError, match="divisor_override=0"):
-        run_operator("nn.AvgPool2d", [x], params=dict(kernel_size=[2, 2], divisor_override=0),
+        run_operator("nn.AvgPool2d", [x], params={"kernel_size": [2, 2], "divisor_override": 0},
                      backend=backend)
 
 
 def test_avgpool_input_too_small(backend, rng):
     x = rng.standard_normal((2, 3, 5)).astype(np.float32)
     with pytest.raises(ShapeError, match="too small"):
-        run_operator("F.avg_pool1d", [x], params=dict(kernel_size=[7]), backend=backend)
+        run_operator("F.avg_pool1d", [x], params={"kernel_size": [7]}, backend=backend)

@@ -73,3 +73,19 @@ def test_cat_bad(backend, op_type, shapes, params, message):
     xs = [np.zeros(s, np.float32) for s in shapes]
     with pytest.raises(kuiper.ShapeError, match=message):
         run_operator(op_type, xs, params=params, backend=backend)
+
+
+class _Joins(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.cat([x, x, y], 1), torch.stack([x, y, x], -1), torch.concat([y, x], 0)
+
+
+def test_real_export(backend, rng, export_model):
+    path = export_model("cat_joins", _Joins(), (torch.zeros(1, 3, 4), torch.zeros(1, 3, 4)))
+    graph = kuiper.load(path, backend=backend)
+    for batch in (1, 2):
+        x, y = (rng.standard_normal((batch, 3, 4)).astype(np.float32) for _ in range(2))
+        with torch.no_grad():
+            want = _Joins()(torch.from_numpy(x), torch.from_numpy(y))
+        for k, (g, w) in enumerate(zip(graph.forward(x, y), want)):
+            assert_close(g, w.numpy(), what=f"batch {batch} output {k}")

@@ -72,3 +72,19 @@ def test_clamp_bad_params(backend, params, message):
     with pytest.raises(OperatorError, match=message):
         run_operator("torch.clamp", [np.ones((2, 3), np.float32)], params=params,
                      backend=backend)
+
+
+class Clamps(torch.nn.Module):
+    def forward(self, x):
+        return (torch.clamp(x, -1, 1), torch.clip(x, max=0.2), x.clamp(min=0.5),
+                torch.clamp(x, -0.5, 0.25))
+
+
+@pytest.mark.slow
+def test_clamp_pnnx_export(backend, rng, export_model):
+    x = torch.from_numpy(rng.standard_normal((2, 5, 4, 6)).astype(np.float32))
+    module = Clamps().eval()
+    graph = kuiper.load(export_model("clamps", module, (x,)), backend=backend)
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(x.numpy()), module(x)):
+        assert_close(got, want.numpy(), rtol=0)

@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import kuiper
 from kuiper import ShapeError
 from kuiper.testing import assert_close, run_operator
 
@@ -33,3 +34,22 @@ def test_glu_default_dim_is_last(backend, rng):
 def test_glu_bad_shapes(backend, shape, dim, message):
     with pytest.raises(ShapeError, match=message):
         run_operator("F.glu", [np.ones(shape, np.float32)], params={"dim": dim}, backend=backend)
+
+
+class Glus(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.glu = torch.nn.GLU(1)
+
+    def forward(self, x):
+        return self.glu(x), F.glu(x, -1), F.glu(x, 2)
+
+
+@pytest.mark.slow
+def test_glu_pnnx_export(backend, rng, export_model):
+    x = torch.from_numpy(rng.standard_normal((2, 6, 4, 8)).astype(np.float32))
+    module = Glus().eval()
+    graph = kuiper.load(export_model("glus", module, (x,)), backend=backend)
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(x.numpy()), module(x)):
+        assert_close(got, want.numpy())

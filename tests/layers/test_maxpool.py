@@ -12,12 +12,15 @@ from kuiper.testing import assert_close, run_operator
 from layers.pool_util import Window
 
 
-def _grid(kernels, strides, paddings, dilations):
-    """Every combination PyTorch accepts (padding at most half the kernel, per axis)."""
-    for k, s, p, d, c in itertools.product(kernels, strides, paddings, dilations, (False, True)):
-        ks, ps = np.broadcast_to(k, 2), np.broadcast_to(p, 2)
-        if all(pi <= ki // 2 for ki, pi in zip(ks, ps)):
-            yield k, s, p, d, c
+def _grid(variants, kernels, strides, paddings, dilations):
+    """Every combination PyTorch accepts (padding at most half the kernel, per axis), each with
+    one of the (type, indices, shape) variants, chosen pseudo-randomly so that no parameter
+    always meets the same variant (crossing them all would double an already large grid)."""
+    combos = [(k, s, p, d, c) for k, s, p, d, c in
+              itertools.product(kernels, strides, paddings, dilations, (False, True))
+              if all(pi <= ki // 2 for ki, pi in zip(np.broadcast_to(k, 2), np.broadcast_to(p, 2)))]
+    picks = np.random.default_rng(0).integers(len(variants), size=len(combos))
+    return [variants[i] + combo for i, combo in zip(picks, combos)]
 
 
 def _pnnx(value):
@@ -29,8 +32,8 @@ def _pnnx(value):
 
 def _run_and_check(backend, rng, op_type, shape, k, s, p, d, c, indices):
     x = rng.standard_normal(shape).astype(np.float32)
-    params = dict(kernel_size=_pnnx(k), stride=_pnnx(s), padding=_pnnx(p), dilation=_pnnx(d),
-                  ceil_mode=c, return_indices=indices)
+    params = {"kernel_size": _pnnx(k), "stride": _pnnx(s), "padding": _pnnx(p),
+              "dilation": _pnnx(d), "ceil_mode": c, "return_indices": indices}
     outs = run_operator(op_type, [x], params=params, n_outputs=2 if indices else 1,
                         backend=backend)
     pool = F.max_pool1d if op_type.endswith("1d") else F.max_pool2d
@@ -44,9 +47,9 @@ def _run_and_check(backend, rng, op_type, shape, k, s, p, d, c, indices):
 VARIANTS_2D = [("nn.MaxPool2d", False, (1, 5, 11, 9)), ("F.max_pool2d", True, (3, 13, 10, 7))]
 
 
-@pytest.mark.parametrize("op_type,indices,shape", VARIANTS_2D)
-@pytest.mark.parametrize("k,s,p,d,c", list(_grid([1, 3, (3, 2)], [None, 1, (2, 3)],
-                                                   [0, 1, (1, 0)], [1, (2, 1)])))
+@pytest.mark.parametrize("op_type,indices,shape,k,s,p,d,c",
+                         _grid(VARIANTS_2D, [1, 3, (3, 2)], [None, 1, (2, 3)], [0, 1, (1, 0)],
+                               [1, (2, 1)]))
 def test_maxpool2d_matches_torch(backend, rng, op_type, indices, shape, k, s, p, d, c):
     _run_and_check(backend, rng, op_type, shape, k, s, p, d, c, indices)
 
@@ -54,8 +57,8 @@ def test_maxpool2d_matches_torch(backend, rng, op_type, indices, shape, k, s, p,
 VARIANTS_1D = [("nn.MaxPool1d", False, (1, 5, 17)), ("F.max_pool1d", True, (3, 13, 16))]
 
 
-@pytest.mark.parametrize("op_type,indices,shape", VARIANTS_1D)
-@pytest.mark.parametrize("k,s,p,d,c", list(_grid([1, 2, 4], [None, 1, 3], [0, 1, 2], [1, 2])))
+@pytest.mark.parametrize("op_type,indices,shape,k,s,p,d,c",
+                         _grid(VARIANTS_1D, [1, 2, 4], [None, 1, 3], [0, 1, 2], [1, 2]))
 def test_maxpool1d_matches_torch(backend, rng, op_type, indices, shape, k, s, p, d, c):
     _run_and_check(backend, rng, op_type, shape, k, s, p, d, c, indices)
 
@@ -72,9 +75,8 @@ def test_maxpool_nan_and_ties(backend):
     x = np.zeros((1, 2, 4, 4), np.float32)
     x[0, 0, 1, 2] = np.nan
     x[0, 1] = 1.0
-    y, idx = run_operator("F.max_pool2d", [x], params=dict(kernel_size=[2, 2], stride=None,
-                                                           padding=[1, 1], return_indices=True),
-                          n_outputs=2, backend=backend)
+    params = {"kernel_size": [2, 2], "stride": None, "padding": [1, 1], "return_indices": True}
+    y, idx = run_operator("F.max_pool2d", [x], params=params, n_outputs=2, backend=backend)
     ry, ri = F.max_pool2d(torch.from_numpy(x), 2, padding=1, return_indices=True)
     assert_close(y, ry.numpy())
     np.testing.assert_array_equal(idx, ri.numpy())
@@ -99,15 +101,15 @@ def test_maxpool_padding_over_half_kernel_is_refused(backend, rng):
     with pytest.raises(RuntimeError):  # PyTorch refuses it as well
         F.max_pool2d(torch.from_numpy(x), 3, padding=2)
     with pytest.raises(OperatorError, match="more than half of kernel_size"):
-        run_operator("nn.MaxPool2d", [x], params=dict(kernel_size=[3, 3], padding=[2, 2]),
+        run_operator("nn.MaxPool2d", [x], params={"kernel_size": [3, 3], "padding": [2, 2]},
                      backend=backend)
 
 
 @pytest.mark.parametrize("params,message", [
-    (dict(kernel_size=[0, 3]), "kernel_size"),
-    (dict(kernel_size=[3, 3], stride=[0, 1]), "stride"),
-    (dict(kernel_size=[3, 3], dilation=[1, 0]), "dilation"),
-    (dict(kernel_size=[2, 2], return_indices=True), "return_indices"),
+    ({"kernel_size": [0, 3]}, "kernel_size"),
+    ({"kernel_size": [3, 3], "stride": [0, 1]}, "stride"),
+    ({"kernel_size": [3, 3], "dilation": [1, 0]}, "dilation"),
+    ({"kernel_size": [2, 2], "return_indices": True}, "return_indices"),
 ])
 def test_maxpool_bad_params(backend, rng, params, message):
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
@@ -118,11 +120,11 @@ def test_maxpool_bad_params(backend, rng, params, message):
 def test_maxpool_input_too_small(backend, rng):
     x = rng.standard_normal((1, 3, 2, 8)).astype(np.float32)
     with pytest.raises(ShapeError, match="too small"):
-        run_operator("nn.MaxPool2d", [x], params=dict(kernel_size=[3, 3], dilation=[2, 2]),
+        run_operator("nn.MaxPool2d", [x], params={"kernel_size": [3, 3], "dilation": [2, 2]},
                      backend=backend)
 
 
 def test_maxpool_wrong_rank(backend, rng):
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     with pytest.raises(ShapeError, match="2-D .unbatched. or 3-D"):
-        run_operator("nn.MaxPool1d", [x], params=dict(kernel_size=[3]), backend=backend)
+        run_operator("nn.MaxPool1d", [x], params={"kernel_size": [3]}, backend=backend)

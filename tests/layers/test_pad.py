@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import kuiper
 from kuiper import OperatorError, ShapeError
 from kuiper.testing import assert_close, run_operator
 
@@ -111,3 +112,28 @@ def test_pad_modules(backend, rng, op_type, params, module, shape):
 def test_pad_bad_params(backend, op_type, params, shape, error, message):
     with pytest.raises(error, match=message):
         run_operator(op_type, [np.ones(shape, np.float32)], params=params, backend=backend)
+
+
+class Pads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.mods = nn.ModuleList([nn.ZeroPad2d((1, 2, 3, 0)), nn.ConstantPad2d(1, 3.5),
+                                   nn.ReflectionPad2d(2), nn.ReplicationPad2d((1, 0, 2, 1)),
+                                   nn.CircularPad2d(1), nn.ConstantPad3d(1, 2.0)])
+
+    def forward(self, x):
+        return tuple(m(x) for m in self.mods) + (
+            F.pad(x, (1, 2)), F.pad(x, (1, 2, 0, 3), value=1.5),
+            F.pad(x, (1, 2, 2, 1), mode="reflect"), F.pad(x, (1, -2, 2, -1)),
+            F.pad(x, (2, 1, 1, 2), mode="replicate"), F.pad(x, (1, 2, 2, 1), mode="circular"))
+
+
+@pytest.mark.slow
+def test_pad_pnnx_export(backend, rng, export_model):
+    x = torch.from_numpy(rng.standard_normal((2, 3, 6, 8)).astype(np.float32))
+    module = Pads().eval()
+    graph = kuiper.load(export_model("pads", module, (x,)), backend=backend)
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(x.numpy()), module(x)):
+        assert_close(got, want.numpy(), rtol=0)

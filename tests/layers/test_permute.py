@@ -107,3 +107,44 @@ def test_coalesce_merges_contiguous_rows():
     # Rows 1..2 of a (4, 6, 5) tensor are one contiguous run of 60 elements.
     view = View.of((4, 6, 5)).index((slice(1, 3),)).coalesce()
     assert view == View((60,), (1,), 30)
+
+
+class _Orders(torch.nn.Module):
+    # x.mT and x.T export as aten::mT / aten::numpy_T, but pnnx.export then fails to import
+    # the Python file it generates for them; they are tested with hand-written files above.
+    def forward(self, x):
+        return x.permute(0, 2, 3, 1), torch.transpose(x, 1, -1), x[0, 0].t()
+
+
+def test_real_export(backend, rng, export_model):
+    path = export_model("permute_orders", _Orders(), torch.zeros(1, 3, 4, 5))
+    graph = kuiper.load(path, backend=backend)
+    x = rng.standard_normal((1, 3, 4, 5)).astype(np.float32)
+    with torch.no_grad():
+        want = _Orders()(torch.from_numpy(x))
+    for k, (g, w) in enumerate(zip(graph.forward(x), want)):
+        assert_close(g, w.numpy(), what=f"output {k}")
+
+
+def test_constant_input_is_folded(backend, rng, tmp_path):
+    """A permute of a pnnx.Attribute is known when the model is built: its value is computed
+    then (on the host), and the OpenCL executor never binds a kernel for it."""
+    import zipfile
+
+    c = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    x = rng.standard_normal((4, 2, 3)).astype(np.float32)
+    (tmp_path / "model.pnnx.param").write_text(
+        "7767517\n5 4\n"
+        "pnnx.Input in0 0 1 0 #0=(4,2,3)f32\n"
+        "pnnx.Attribute const 0 1 1 @data=(2,3,4)f32 #1=(2,3,4)f32\n"
+        "Tensor.permute perm 1 1 1 2 dims=(2,0,1) #1=(2,3,4)f32 #2=(4,2,3)f32\n"
+        "torch.cat cat 2 1 0 2 3 dim=0 #0=(4,2,3)f32 #2=(4,2,3)f32 #3=(8,2,3)f32\n"
+        "pnnx.Output out0 1 0 3\n")
+    with zipfile.ZipFile(tmp_path / "model.pnnx.bin", "w", zipfile.ZIP_STORED) as z:
+        z.writestr("const.data", c.tobytes())
+    graph = kuiper.load(tmp_path / "model.pnnx.param", backend=backend)
+    assert graph.specs["2"].known
+    if backend == "opencl":
+        assert "perm" in graph.executor.folded
+    (y,) = graph.forward(x)
+    assert_close(y, np.concatenate([x, c.transpose(2, 0, 1)], 0))

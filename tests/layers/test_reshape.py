@@ -8,7 +8,7 @@ rule for shapes baked into a static export, and the errors for shapes that canno
 import numpy as np
 import pytest
 import torch
-import torch.nn as nn
+from torch import nn
 
 import kuiper
 from kuiper.testing import assert_close, run_operator, write_operator_model

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-import torch.nn as nn
+from torch import nn
 
 import kuiper
 from kuiper.testing import assert_close, run_operator

@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import kuiper
 from kuiper import OperatorError, ShapeError
 from kuiper.testing import assert_close, run_operator
 
@@ -14,6 +15,13 @@ OPS = [("nn.Softmax", F.softmax), ("F.softmax", F.softmax), ("torch.softmax", F.
 
 
 @pytest.mark.parametrize("op_type, reference", OPS, ids=[o[0] for o in OPS])
+def test_softmax_type_names(backend, rng, op_type, reference):
+    x = (rng.standard_normal((2, 13, 5, 7)) * 3).astype(np.float32)
+    (y,) = run_operator(op_type, [x], params={"dim": 1}, backend=backend)
+    assert_close(y, reference(torch.from_numpy(x), dim=1).numpy())
+
+
+@pytest.mark.parametrize("op_type, reference", OPS[::3], ids=[o[0] for o in OPS[::3]])
 @pytest.mark.parametrize("dim", [0, 1, 2, 3, -1, -2, -3, -4])
 def test_softmax_every_dim(backend, rng, op_type, reference, dim):
     x = (rng.standard_normal((2, 13, 5, 7)) * 3).astype(np.float32)
@@ -58,3 +66,23 @@ def test_softmax_bad_params(backend, params, error, message):
     with pytest.raises(error, match=message):
         run_operator("F.softmax", [np.ones((2, 3, 4, 5), np.float32)], params=params,
                      backend=backend)
+
+
+class Softmaxes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.softmax, self.log_softmax = torch.nn.Softmax(1), torch.nn.LogSoftmax(-2)
+
+    def forward(self, x):
+        return (self.softmax(x), self.log_softmax(x), F.softmax(x, -1), torch.softmax(x, 2),
+                F.log_softmax(x, 3), F.softmin(x, 1), x.softmax(0))
+
+
+@pytest.mark.slow
+def test_softmax_pnnx_export(backend, rng, export_model):
+    x = torch.from_numpy(rng.standard_normal((2, 5, 4, 6)).astype(np.float32))
+    module = Softmaxes().eval()
+    graph = kuiper.load(export_model("softmaxes", module, (x,)), backend=backend)
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(x.numpy()), module(x)):
+        assert_close(got, want.numpy())

@@ -118,3 +118,21 @@ def test_split_bad(backend, op_type, params, n_outputs, error, message):
     x = np.zeros((2, 7, 5), np.float32)
     with pytest.raises(error, match=message):
         run_operator(op_type, [x], params=params, n_outputs=n_outputs, backend=backend)
+
+
+class _Pieces(torch.nn.Module):
+    def forward(self, x):
+        a, b = torch.split(x, [3, 4], 1)
+        return torch.chunk(x, 3, 1)[0], torch.unbind(x, 2)[1], a, b, \
+            torch.tensor_split(x, [1, 4], 2)[2]
+
+
+def test_real_export(backend, rng, export_model):
+    """chunk()[0] and unbind()[1]: pnnx keeps every output; run at two batch sizes."""
+    path = export_model("split_pieces", _Pieces(), torch.zeros(1, 7, 5))
+    graph = kuiper.load(path, backend=backend)
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, 7, 5)).astype(np.float32)
+        with torch.no_grad():
+            want = _Pieces()(torch.from_numpy(x))
+        _check(graph.forward(x), want)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import subprocess
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 def pnnx_executable() -> str:
@@ -41,7 +41,7 @@ def export_with_onnx(folder: Path, module, inputs) -> Path:
         torch.onnx.export(module, inputs, str(onnx_path), dynamo=False)
     result = subprocess.run(
         [pnnx_executable(), onnx_path.name, "inputshape=" + shape_arg([x.shape for x in inputs])],
-        cwd=folder, capture_output=True, text=True, timeout=300)
+        cwd=folder, capture_output=True, text=True, timeout=300, check=False)
     param = folder / "model.pnnx.param"
     if result.returncode != 0 or not param.exists():
         raise RuntimeError(f"pnnx failed on {onnx_path} (exit {result.returncode}):\n"

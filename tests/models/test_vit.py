@@ -15,7 +15,11 @@ import torch
 import kuiper
 from tests.models import zoo
 from tests.models.common import (
-    check_model, check_resized_or_refused, image, kuiper_outputs, torch_outputs,
+    check_model,
+    check_resized_or_refused,
+    image,
+    kuiper_outputs,
+    torch_outputs,
 )
 
 pytestmark = pytest.mark.slow

@@ -38,10 +38,10 @@ def prepare(model: nn.Module, example: torch.Tensor | tuple, seed: int = 0) -> n
         model(*[torch.randn(max(2, t.shape[0]), *t.shape[1:]) if t.is_floating_point() else t
                 for t in examples])
     for m in model.modules():
-        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)):
-            if getattr(m, "weight", None) is not None:
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.normal_(0.0, 0.2)
+        affine = getattr(m, "weight", None) is not None
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)) and affine:
+            m.weight.uniform_(0.5, 1.5)
+            m.bias.normal_(0.0, 0.2)
         if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             m.running_mean.add_(torch.randn_like(m.running_mean) * 0.1)
             m.running_var.mul_(torch.empty_like(m.running_var).uniform_(0.7, 1.3))
@@ -124,8 +124,8 @@ class InvertedResidual(nn.Module):
 
 class MobileNetV2(nn.Module):
     # (expansion t, channels c, repeats n, stride s) from the paper's table 2
-    SETTINGS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-                (6, 160, 3, 2), (6, 320, 1, 1)]
+    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1))
 
     def __init__(self, num_classes: int = 1000, width_mult: float = 1.0):
         super().__init__()
@@ -180,10 +180,10 @@ class V3Block(nn.Module):
 class MobileNetV3Small(nn.Module):
     HS, RE = nn.Hardswish, nn.ReLU
     # (kernel, expanded, out, SE, activation, stride) from the paper's table 2
-    SETTINGS = [(3, 16, 16, True, RE, 2), (3, 72, 24, False, RE, 2), (3, 88, 24, False, RE, 1),
+    SETTINGS = ((3, 16, 16, True, RE, 2), (3, 72, 24, False, RE, 2), (3, 88, 24, False, RE, 1),
                 (5, 96, 40, True, HS, 2), (5, 240, 40, True, HS, 1), (5, 240, 40, True, HS, 1),
                 (5, 120, 48, True, HS, 1), (5, 144, 48, True, HS, 1), (5, 288, 96, True, HS, 2),
-                (5, 576, 96, True, HS, 1), (5, 576, 96, True, HS, 1)]
+                (5, 576, 96, True, HS, 1), (5, 576, 96, True, HS, 1))
 
     def __init__(self, num_classes: int = 1000):
         super().__init__()
@@ -261,9 +261,9 @@ class SPPF(nn.Module):
 class Detect(nn.Module):
     """YOLOv5's inference head: per level, sigmoid, grid offsets and anchor scaling."""
 
-    ANCHORS = [[10, 13, 16, 30, 33, 23], [30, 61, 62, 45, 59, 119],
-               [116, 90, 156, 198, 373, 326]]
-    STRIDES = [8, 16, 32]
+    ANCHORS = ((10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119),
+               (116, 90, 156, 198, 373, 326))
+    STRIDES = (8, 16, 32)
 
     def __init__(self, num_classes: int, channels: list[int]):
         super().__init__()
@@ -477,5 +477,18 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-__all__ = ["make", "prepare", "ResNet18", "MobileNetV2", "MobileNetV3Small", "YoloV5Small", "UNet",
-           "CRNN", "ViTTiny", "AudioGRU", "OnnxCNN", "OnnxMLPMixer", "count_parameters"]
+__all__ = [
+    "CRNN",
+    "AudioGRU",
+    "MobileNetV2",
+    "MobileNetV3Small",
+    "OnnxCNN",
+    "OnnxMLPMixer",
+    "ResNet18",
+    "UNet",
+    "ViTTiny",
+    "YoloV5Small",
+    "count_parameters",
+    "make",
+    "prepare",
+]

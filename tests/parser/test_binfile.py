@@ -93,9 +93,8 @@ def test_zero_dim_entry(tmp_path):
 # --- broken archives --------------------------------------------------------------------------
 
 def expect_error(path, entry: str, shape, dtype: str, *parts: str) -> str:
-    with pytest.raises(ModelFormatError) as info:
-        with WeightArchive(path) as archive:
-            archive.read(entry, shape, dtype)
+    with pytest.raises(ModelFormatError) as info, WeightArchive(path) as archive:
+        archive.read(entry, shape, dtype)
     message = str(info.value)
     assert str(path) in message, message
     for part in parts:

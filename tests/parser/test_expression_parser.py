@@ -9,7 +9,16 @@ import torch
 import kuiper  # noqa: F401  (import order: `parser` imports kuiper.errors, which needs kuiper)
 from kuiper.errors import ExpressionError
 from parser.expression import (
-    FUNCTIONS, Call, Input, ListNode, Literal, evaluate, format_rpn, parse, to_rpn, unparse,
+    FUNCTIONS,
+    Call,
+    Input,
+    ListNode,
+    Literal,
+    evaluate,
+    format_rpn,
+    parse,
+    to_rpn,
+    unparse,
 )
 from parser.expression.rpn import Op
 
@@ -133,3 +142,24 @@ def test_bad_expressions_report_the_column(expr, column, message):
     assert lines[0].endswith(f" at column {column}")
     assert lines[1] == "    " + expr
     assert lines[2] == "    " + " " * column + "^"
+
+
+def test_result_type_matches_torch():
+    """dtypes.result_type against torch.result_type for every pair of operand kinds."""
+    from parser.expression.dtypes import result_type, type_of
+
+    dtypes = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+              torch.float16, torch.float32, torch.float64, torch.complex64]
+    operands = ([torch.zeros(2, dtype=d) for d in dtypes] + [torch.zeros((), dtype=d)
+                                                              for d in dtypes]
+                + [True, 2, 2.5, 1j])
+    for a in operands:
+        for b in operands:
+            if not (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
+                continue  # two Python numbers follow Python, not torch.result_type
+            if torch.result_type(a, b) == torch.complex32:
+                continue  # float16 with complex: NumPy has no complex32
+            expected = torch.zeros(0, dtype=torch.result_type(a, b)).numpy().dtype
+            ours = result_type([type_of(v.numpy() if isinstance(v, torch.Tensor) else v)
+                                for v in (a, b)])
+            assert ours == expected, f"{a!r} with {b!r}: {ours}, torch says {expected}"

@@ -117,8 +117,8 @@ def test_raw_expressions_with_brackets_and_commas(tmp_path):
     model = parse_lines(tmp_path, [
         "pnnx.Input pnnx_input_0 0 1 0 #0=(2,3,4)f32",
         "pnnx.Expression pnnx_expr_0 1 1 0 1 expr=[size(@0,0),-1,-1] #0=(2,3,4)f32",
-        "pnnx.Expression pnnx_expr_1 1 1 0 2 expr=add(add(@0,log10(add(@0,1))),expm1),@0),log1p,"
-        "@0 #0=(2,3,4)f32 #2=(2,3,4)f32",
+        ("pnnx.Expression pnnx_expr_1 1 1 0 2 expr=add(add(@0,log10(add(@0,1))),expm1),@0),log1p,"
+        "@0 #0=(2,3,4)f32 #2=(2,3,4)f32"),
         "pnnx.Output pnnx_output_0 2 0 1 2"])
     assert model.operators[1].params["expr"] == "[size(@0,0),-1,-1]"
     assert model.operators[2].params["expr"] == \
@@ -130,10 +130,10 @@ def test_raw_expressions_with_brackets_and_commas(tmp_path):
 def test_header_and_operator_fields(tmp_path):
     model = parse_lines(tmp_path, [
         "pnnx.Input               pnnx_input_0             0 1 0 #0=(1,3,8,8)f32",
-        "nn.Conv2d                features.0.conv.1        1 1 0 1 bias=True dilation=(1,1) "
+        ("nn.Conv2d                features.0.conv.1        1 1 0 1 bias=True dilation=(1,1) "
         "groups=1 in_channels=3 kernel_size=(3,3) out_channels=8 padding=(1,1) "
         "padding_mode=zeros stride=(1,1) @bias=(8)f32 @weight=(8,3,3,3)f32 "
-        "#0=(1,3,8,8)f32 #1=(1,8,8,8)f32",
+        "#0=(1,3,8,8)f32 #1=(1,8,8,8)f32"),
         "pnnx.Output              pnnx_output_0            1 0 1"], counts="3 2")
     assert model.operand_count == 2
     assert [op.type for op in model.operators] == ["pnnx.Input", "nn.Conv2d", "pnnx.Output"]
@@ -176,8 +176,8 @@ def test_question_mark_dims_and_omitted_zero_dim_shapes(tmp_path):
 def test_dollar_names_with_a_duplicated_operand(tmp_path):
     model = parse_lines(tmp_path, [
         "pnnx.Input pnnx_input_0 0 1 23 #23=(1,4,4)f32",
-        "torch.bmm torch.bmm_0 2 1 23 23 24 $input=23 $mat2=23 #23=(1,4,4)f32 #23=(1,4,4)f32 "
-        "#24=(1,4,4)f32",
+        ("torch.bmm torch.bmm_0 2 1 23 23 24 $input=23 $mat2=23 #23=(1,4,4)f32 #23=(1,4,4)f32 "
+        "#24=(1,4,4)f32"),
         "pnnx.Output pnnx_output_0 1 0 24"])
     bmm = model.operators[1]
     assert bmm.inputs == ["23", "23"]
@@ -201,8 +201,8 @@ def test_dollar_names_are_not_trusted_over_positions(tmp_path):
 def test_repeated_inputs(tmp_path):
     model = parse_lines(tmp_path, [
         "pnnx.Input pnnx_input_0 0 1 0 #0=(1,2,3)f32",
-        "torch.cat torch.cat_5 4 1 0 0 0 0 7 dim=1 #0=(1,2,3)f32 #0=(1,2,3)f32 #0=(1,2,3)f32 "
-        "#0=(1,2,3)f32 #7=(1,8,3)f32",
+        ("torch.cat torch.cat_5 4 1 0 0 0 0 7 dim=1 #0=(1,2,3)f32 #0=(1,2,3)f32 #0=(1,2,3)f32 "
+        "#0=(1,2,3)f32 #7=(1,8,3)f32"),
         "pnnx.Output pnnx_output_0 1 0 7"])
     cat = model.operators[1]
     assert cat.inputs == ["0", "0", "0", "0"] and cat.outputs == ["7"]
@@ -214,8 +214,8 @@ def test_repeated_inputs(tmp_path):
 def test_multi_output_operator_tuple_and_several_outputs(tmp_path):
     model = parse_lines(tmp_path, [
         "pnnx.Input pnnx_input_0 0 1 0 #0=(1,6,4)f32",
-        "torch.chunk torch.chunk_0 1 3 0 1 2 3 chunks=3 dim=1 #0=(1,6,4)f32 #1=(1,2,4)f32 "
-        "#2=(1,2,4)f32 #3=(1,2,4)f32",
+        ("torch.chunk torch.chunk_0 1 3 0 1 2 3 chunks=3 dim=1 #0=(1,6,4)f32 #1=(1,2,4)f32 "
+        "#2=(1,2,4)f32 #3=(1,2,4)f32"),
         "prim::TupleConstruct pnnx_10 2 1 1 2 4 #1=(1,2,4)f32 #2=(1,2,4)f32",
         "pnnx.Output pnnx_output_0 1 0 4",
         "pnnx.Output pnnx_output_1 1 0 3"])
@@ -240,9 +240,9 @@ def test_every_dtype_suffix(tmp_path, suffix):
 def test_weight_keys_with_dots(tmp_path):
     model = parse_lines(tmp_path, [
         "pnnx.Input pnnx_input_0 0 1 0 #0=(1,5,8)f32",
-        "nn.MultiheadAttention encoder.layers.0.self_attn 1 1 0 1 embed_dim=8 num_heads=2 "
+        ("nn.MultiheadAttention encoder.layers.0.self_attn 1 1 0 1 embed_dim=8 num_heads=2 "
         "@in_proj_weight=(24,8)f32 @in_proj_bias=(24)f32 @out_proj.weight=(8,8)f32 "
-        "@out_proj.bias=(8)f32 #0=(1,5,8)f32 #1=(1,5,8)f32",
+        "@out_proj.bias=(8)f32 #0=(1,5,8)f32 #1=(1,5,8)f32"),
         "pnnx.Output pnnx_output_0 1 0 1"])
     attn = model.operators[1]
     assert list(attn.attributes) == ["in_proj_weight", "in_proj_bias", "out_proj.weight",

@@ -1,0 +1,170 @@
+"""Attention on OpenCL: bgemm (clkernels/matmul.cl) for every product, masked_softmax and
+head_mean (clkernels/attention.cl) for the rest.
+
+No tensor is ever transposed or split into heads in memory: each GEMM reads its operands
+through offset tables and strides (layers/matmul_util.py), so "head h of batch n" is just an
+offset into the projected (L, N, E) or (N, L, E) buffer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import attention
+from layers.matmul_util import (Strided, explicit, gemm_launch, keep_alive, strided,
+                                strided_index, transposed)
+from layers.reduce_util import work_group_size
+
+ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax
+
+
+def row_offsets(view: Strided, rows_per_batch: int) -> np.ndarray:
+    """Per-row offsets of a (batch, rows, cols) view: offsets[b] + r * row stride."""
+    r = np.arange(rows_per_batch, dtype=np.int64) * view.row
+    return (view.offsets.astype(np.int64)[:, None] + r[None, :]).reshape(-1).astype(np.int32)
+
+
+class _AttentionLaunches(OpenCLLayer):
+    """Helpers shared by both attention layers."""
+
+    def scratch(self, *shape: int):
+        array = self.runtime.empty(shape, np.float32)
+        keep_alive(self, [array])
+        return array
+
+    def softmax_launch(self, scores, rows: int, cols: int, length: int,
+                       masks: list[tuple[object, np.ndarray, int, int, np.dtype]],
+                       causal: bool, safe: bool) -> Launch:
+        """masks: up to two (device array, per-row offsets, column stride, kind, dtype)."""
+        wg = work_group_size(cols)
+        options = [f"-DWG={wg}", f"-DCAUSAL={int(causal)}", f"-DSAFE={int(safe)}"]
+        args = []
+        for k in (1, 2):
+            if k <= len(masks):
+                array, offsets, col, kind, dtype = masks[k - 1]
+                table = self.upload(offsets)
+                keep_alive(self, [table])
+                options += [f"-DMASK{k}={kind}",
+                            f"-DMT{k}={'uchar' if dtype == np.bool_ else 'float'}"]
+                args += [array.data, table.data, np.int32(col)]
+            else:
+                options += [f"-DMASK{k}=0"]
+                args += [None, None, np.int32(0)]
+        kernel = self.kernel("masked_softmax", options, stem="attention")
+        kernel.set_args(scores.data, np.int32(cols), np.int32(length), *args)
+        return Launch(kernel, (rows * wg,), (wg,))
+
+
+@register("F.scaled_dot_product_attention", backend="opencl")
+class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAttention):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        q, k, v = (s.shape for s in in_specs[:3])
+        batch, length, source = self.batch, self.length, self.source
+        self.launches = []
+        if out_specs[0].numel == 0:
+            return
+        nb = int(np.prod(batch, dtype=np.int64))
+
+        def kv_view(shape, array):   # GQA: K/V head j serves query heads j*g .. j*g+g-1
+            index = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+            if self.groups > 1:
+                index = np.repeat(index, self.groups, axis=-3)
+            return strided_index(index, batch + shape[-2:], array)
+
+        scores = self.scratch(nb, length, source)
+        grid = strided(batch + (length, source), batch + (length, source), scores)
+        self.launches.append(gemm_launch(
+            self, length, source, q[-1], strided(q, batch + (length, q[-1]), inputs[0]),
+            transposed(kv_view(k, inputs[1])), grid, alpha=self.scale_value))
+        masks = []
+        if len(in_specs) == 4:
+            m = in_specs[3]
+            view = strided(m.shape, batch + (length, source))
+            kind = KEEP if m.dtype == np.bool_ else ADD
+            masks.append((inputs[3], row_offsets(view, length), view.col, kind, m.dtype))
+        self.launches.append(self.softmax_launch(scores, nb * length, source, length, masks,
+                                                 self.is_causal, safe=True))
+        out = strided(out_specs[0].shape, batch + (length, v[-1]), outputs[0])
+        self.launches.append(gemm_launch(self, length, v[-1], source, grid,
+                                         kv_view(v, inputs[2]), out))
+
+
+@register("nn.MultiheadAttention", backend="opencl")
+class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        r, d = self.roles, self.dims
+        n, length, source, heads = self.n, self.length, self.source, d.num_heads
+        e = d.embed_dim
+        hd = e // heads
+        self.launches = []
+        by_name = dict(zip(self.outputs, outputs))
+
+        def seq(t: int, width: int, nn: int, col: int = 0) -> tuple[int, int]:
+            """(offset of batch item nn, stride between positions) in a sequence buffer of
+            t positions and `width` features, in the model's layout."""
+            if d.batch_first:
+                return nn * t * width + col, width
+            return nn * width + col, n * width
+
+        def project(x, width: int, t: int, w: np.ndarray, b: np.ndarray, out) -> None:
+            rows = t * n   # every token of every batch item, in the input's own order
+            weight, bias = self.upload(np.ascontiguousarray(w)), self.upload(b)
+            keep_alive(self, [weight, bias])
+            self.launches.append(gemm_launch(
+                self, rows, e, width, explicit(x, [0], width, 1),
+                explicit(weight, [0], 1, width),          # W^T: (k, j) -> W[j, k]
+                explicit(out, [0], e, 1), explicit(bias, [0], 0, 1)))
+
+        qp, kp, vp = self.scratch(length * n, e), self.scratch(source * n, e), \
+            self.scratch(source * n, e)
+        project(inputs[r.query], e, length, self.w_q, self.b_q, qp)
+        project(inputs[r.key], d.kdim, source, self.w_k, self.b_k, kp)
+        project(inputs[r.value], d.vdim, source, self.w_v, self.b_v, vp)
+
+        # Scores of head h of batch item nn: Q_h (L, hd) @ K_h^T (hd, S).
+        per_head = "weights" in by_name and not self.average
+        p = by_name["weights"] if per_head else self.scratch(n * heads, length, source)
+        b_items = [(nn, h) for nn in range(n) for h in range(heads)]
+        q_view = [seq(length, e, nn, h * hd) for nn, h in b_items]
+        k_view = [seq(source, e, nn, h * hd) for nn, h in b_items]
+        grid = explicit(p, [b * length * source for b in range(len(b_items))], source, 1)
+        self.launches.append(gemm_launch(
+            self, length, source, hd,
+            explicit(qp, [o for o, _ in q_view], q_view[0][1], 1),
+            explicit(kp, [o for o, _ in k_view], 1, k_view[0][1]), grid,
+            alpha=1.0 / math.sqrt(hd)))
+
+        masks = []
+        if r.attn_mask is not None:
+            m = in_specs[r.attn_mask]
+            view = strided(m.shape, (n * heads, length, source))
+            masks.append((inputs[r.attn_mask], row_offsets(view, length), view.col,
+                          DROP if m.dtype == np.bool_ else ADD, m.dtype))
+        if r.key_padding_mask is not None:
+            m = in_specs[r.key_padding_mask]
+            view = strided((n, 1, source), (n, heads * length, source))  # same row per item
+            offsets = np.repeat(view.offsets, heads * length).astype(np.int32)
+            masks.append((inputs[r.key_padding_mask], offsets, view.col,
+                          DROP if m.dtype == np.bool_ else ADD, m.dtype))
+        self.launches.append(self.softmax_launch(p, n * heads * length, source, length, masks,
+                                                 causal=False, safe=False))
+
+        # Heads back into one (tokens, E) buffer, in the query's layout, then the output proj.
+        concat = self.scratch(length * n, e)
+        v_view = [seq(source, e, nn, h * hd) for nn, h in b_items]
+        self.launches.append(gemm_launch(
+            self, length, hd, source, grid,
+            explicit(vp, [o for o, _ in v_view], v_view[0][1], 1),
+            explicit(concat, [o for o, _ in q_view], q_view[0][1], 1)))
+        if "output" in by_name:
+            project(concat, e, length, self.w_out, self.b_out, by_name["output"])
+        if "weights" in by_name and self.average:
+            total = n * length * source
+            kernel = self.kernel("head_mean", stem="attention")
+            kernel.set_args(p.data, by_name["weights"].data, np.int32(heads),
+                            np.int32(length * source), np.int32(total))
+            self.launches.append(Launch(kernel, (round_up(total, 64),)))

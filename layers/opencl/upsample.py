@@ -1,0 +1,68 @@
+"""Resizing on OpenCL: one `resample` launch per spatial dim that changes.
+
+The CPU layer already computed, per dim, the (indices, weights) tables; they are uploaded once
+at bind time, so the kernel does no coordinate maths at all and agrees with the CPU path index
+for index. Between two passes the partial result lives in a scratch buffer allocated here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
+from layers.cpu import upsample
+from layers.strided_util import arith_type
+
+
+class OpenCLUpsample(OpenCLLayer):
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        dtype = in_specs[0].dtype
+        taps = upsample.TAPS[self.mode]
+        if taps > 1 and dtype != np.float32:
+            raise self.op.error(f"mode={self.mode} on OpenCL computes in float32, got a "
+                                f"{dtype} input")
+        self.launches, self.keep_alive = [], []
+        shape = list(in_specs[0].shape)
+        src = inputs[0]
+        if not self.passes:  # nothing changes: a plain copy
+            n = out_specs[0].numel
+            if n:
+                idx = np.arange(shape[-1]).reshape(-1, 1)
+                self.launches.append(self.resample(src, outputs[0], shape, len(shape) - 1,
+                                                   idx, np.ones_like(idx, np.float32), dtype))
+            return
+        for k, (axis, idx, w) in enumerate(self.passes):
+            out_shape = shape[:axis] + [idx.shape[0]] + shape[axis + 1:]
+            last = k == len(self.passes) - 1
+            dst = outputs[0] if last else self.runtime.empty(out_shape, dtype)
+            self.keep_alive.append(dst)
+            self.launches.append(self.resample(src, dst, shape, axis, idx, w, dtype))
+            src, shape = dst, out_shape
+
+    def resample(self, src, dst, shape, axis, idx, w, dtype) -> Launch:
+        n_in, n_out = shape[axis], idx.shape[0]
+        inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+        n = int(np.prod(shape, dtype=np.int64)) // max(n_in, 1) * n_out
+        idx_buf = self.upload(idx.astype(np.int32))
+        w_buf = self.upload(w.astype(np.float32))
+        self.keep_alive += [idx_buf, w_buf]  # set_args does not keep buffers alive
+        kernel = self.kernel("resample", [f"-DTAPS={idx.shape[1]}", f"-DT={arith_type(dtype)}"])
+        kernel.set_args(src.data, dst.data, idx_buf.data, w_buf.data, np.int32(n_in),
+                        np.int32(n_out), np.int32(inner), np.int32(n))
+        return Launch(kernel, (round_up(n, 64),))
+
+
+@register("nn.Upsample", "F.upsample", "F.interpolate", backend="opencl")
+class Upsample(OpenCLUpsample, upsample.Upsample):
+    pass
+
+
+@register("nn.UpsamplingNearest2d", "F.upsample_nearest", backend="opencl")
+class UpsampleNearest(OpenCLUpsample, upsample.UpsampleNearest):
+    pass
+
+
+@register("nn.UpsamplingBilinear2d", "F.upsample_bilinear", backend="opencl")
+class UpsampleBilinear(OpenCLUpsample, upsample.UpsampleBilinear):
+    pass

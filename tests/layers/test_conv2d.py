@@ -1,0 +1,195 @@
+"""Conv2d (nn.Conv2d, F.conv2d) against torch on both backends.
+
+Every combination of stride, padding (numbers, 'same', 'valid'), padding_mode, dilation, groups
+(plain, grouped, depthwise with a channel multiplier) and bias is run on a non-square input with
+a non-square kernel and odd channel counts; the batch alternates between 1 and 3.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kuiper
+from kuiper.testing import assert_close, run_operator
+
+# (in_channels, out_channels, groups): plain, grouped, depthwise with channel multiplier 2
+CHANNELS = [(13, 7, 1), (15, 9, 3), (13, 26, 13)]
+MODES = ["zeros", "reflect", "replicate", "circular"]
+CASES = [case for case in itertools.product(
+    [1, (2, 1)],                   # stride
+    [0, (1, 2), "same", "valid"],  # padding
+    MODES,                         # padding_mode
+    [1, (2, 1)],                   # dilation
+    CHANNELS,
+    [True, False],                 # bias
+) if not (case[1] == "same" and case[0] != 1)]  # PyTorch: 'same' needs stride 1
+
+
+def pair(v):
+    return tuple(v) if isinstance(v, tuple) else (v, v)
+
+
+def conv_params(cin, cout, kernel, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                padding_mode="zeros"):
+    """nn.Conv2d parameters as pnnx writes them (tuples, 'same'/'valid' as strings)."""
+    return {"in_channels": cin, "out_channels": cout, "kernel_size": pair(kernel),
+            "stride": pair(stride),
+            "padding": padding if isinstance(padding, str) else pair(padding),
+            "dilation": pair(dilation), "groups": groups, "bias": bias,
+            "padding_mode": padding_mode}
+
+
+def torch_conv(module_cls, x, w, b, **params):
+    m = module_cls(params["in_channels"], params["out_channels"], w.shape[2:],
+                   stride=params["stride"], padding=params["padding"],
+                   dilation=params["dilation"], groups=params["groups"], bias=b is not None,
+                   padding_mode=params["padding_mode"])
+    with torch.no_grad():
+        m.weight.copy_(torch.from_numpy(w))
+        if b is not None:
+            m.bias.copy_(torch.from_numpy(b))
+        return m(torch.from_numpy(x)).numpy()
+
+
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_conv2d_all_parameter_combinations(backend, rng, index):
+    stride, padding, mode, dilation, (cin, cout, groups), bias = CASES[index]
+    batch = 1 + 2 * (index % 2)
+    x = rng.standard_normal((batch, cin, 9, 11)).astype(np.float32)
+    w = rng.standard_normal((cout, cin // groups, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32) if bias else None
+    params = conv_params(cin, cout, (3, 2), stride, padding, dilation, groups, bias, mode)
+    weights = {"weight": w} if b is None else {"weight": w, "bias": b}
+    (y,) = run_operator("nn.Conv2d", [x], params=params, weights=weights, backend=backend)
+    assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
+
+
+@pytest.mark.parametrize("kernel,stride,padding", [
+    (1, 1, 0),         # the input is the column matrix: no im2col
+    (1, 2, 0),         # strided 1x1 (ResNet downsample)
+    (1, (1, 3), 1),    # 1x1 with padding
+    (7, 2, 3),         # ResNet stem
+    ((1, 5), 1, (0, 2)),
+])
+def test_conv2d_kernel_shapes(backend, rng, kernel, stride, padding):
+    x = rng.standard_normal((2, 5, 17, 12)).astype(np.float32)
+    w = rng.standard_normal((6, 5, *pair(kernel))).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    params = conv_params(5, 6, kernel, stride, padding)
+    (y,) = run_operator("nn.Conv2d", [x], params=params, weights={"weight": w, "bias": b},
+                        backend=backend)
+    assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
+
+
+@pytest.mark.parametrize("shape,cout", [
+    ((1, 37, 13, 17), 70),    # GEMM tiles with remainders on every side (M 70, N 221, K 333)
+    ((3, 1, 1, 1), 2),        # sizes 1 everywhere
+    ((2, 64, 8, 8), 64),      # exact multiples of the tile size
+])
+def test_conv2d_gemm_edges(backend, rng, shape, cout):
+    k = 3 if shape[2] > 1 else 1
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((cout, shape[1], k, k)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    params = conv_params(shape[1], cout, k, padding=k // 2)
+    (y,) = run_operator("nn.Conv2d", [x], params=params, weights={"weight": w, "bias": b},
+                        backend=backend)
+    assert_close(y, F.conv2d(*map(torch.from_numpy, (x, w, b)), padding=k // 2).numpy())
+
+
+def test_conv2d_unbatched_input(backend, rng):
+    x = rng.standard_normal((13, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 13, 3, 3)).astype(np.float32)
+    (y,) = run_operator("nn.Conv2d", [x], params=conv_params(13, 4, 3, padding=1, bias=False),
+                        weights={"weight": w}, backend=backend)
+    assert_close(y, F.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy())
+
+
+@pytest.mark.parametrize("groups,with_bias,stride,padding", [
+    (1, True, 1, "same"), (1, False, (2, 1), (1, 0)), (3, True, 2, "valid"),
+    (15, False, 1, 1), (15, True, (1, 2), (2, 1)),
+])
+def test_f_conv2d_weight_as_input(backend, rng, groups, with_bias, stride, padding):
+    x = rng.standard_normal((2, 15, 10, 7)).astype(np.float32)
+    w = rng.standard_normal((15, 15 // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(15).astype(np.float32)
+    inputs = [x, w, b] if with_bias else [x, w]
+    params = {"stride": pair(stride), "padding": padding if isinstance(padding, str)
+              else pair(padding), "dilation": (1, 1), "groups": groups}
+    if not with_bias:
+        params["bias"] = None  # what pnnx writes when F.conv2d gets bias=None
+    (y,) = run_operator("F.conv2d", inputs, params=params, backend=backend)
+    expected = F.conv2d(*map(torch.from_numpy, inputs), stride=stride, padding=padding,
+                        groups=groups)
+    assert_close(y, expected.numpy())
+
+
+def test_f_conv2d_weight_as_attribute(backend, rng):
+    x = rng.standard_normal((1, 4, 6, 9)).astype(np.float32)
+    w = rng.standard_normal((5, 4, 2, 2)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    (y,) = run_operator("F.conv2d", [x], params={"stride": (1, 1), "padding": (1, 1)},
+                        weights={"weight": w, "bias": b}, backend=backend)
+    assert_close(y, F.conv2d(*map(torch.from_numpy, (x, w, b)), padding=1).numpy())
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"in_channels": 12}, "weight '@weight' has shape"),   # weight does not fit in_channels
+    ({"groups": 2}, "divisible by groups=2"),               # 13 channels into 2 groups
+    ({"stride": (2, 2), "padding": "same"}, "needs stride 1"),
+    ({"padding_mode": "mirror"}, "expected one of"),
+    ({"dilation": (0, 1)}, "must all be >= 1"),
+])
+def test_conv2d_bad_parameters(rng, change, message):
+    x = rng.standard_normal((1, 13, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((7, 13, 3, 3)).astype(np.float32)
+    params = {**conv_params(13, 7, 3, bias=False), **change}
+    with pytest.raises(kuiper.OperatorError, match=message):
+        run_operator("nn.Conv2d", [x], params=params, weights={"weight": w})
+
+
+def test_conv2d_bad_shapes(rng):
+    w = rng.standard_normal((7, 4, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((1, 5, 6, 6)).astype(np.float32)
+    with pytest.raises(kuiper.ShapeError, match="input has 5 channels"):
+        run_operator("F.conv2d", [x, w], params={"padding": (1, 1)})
+    x = rng.standard_normal((1, 4, 2, 2)).astype(np.float32)
+    with pytest.raises(kuiper.ShapeError, match="too small"):
+        run_operator("F.conv2d", [x, w], params={"padding": (0, 0)})
+    with pytest.raises(kuiper.ShapeError, match="reflect padding"):
+        run_operator("nn.Conv2d", [x], params=conv_params(4, 7, 3, padding=2, bias=False,
+                                                          padding_mode="reflect"),
+                     weights={"weight": w})
+
+
+@pytest.mark.slow
+def test_conv2d_from_a_pnnx_export(backend, export_model):
+    """A real export. 'same' stays a string, except where pnnx fuses a BatchNorm into the conv:
+    then an even kernel's padding becomes F.pad-style (left,right,top,bottom). F.conv2d takes
+    its weight as an input."""
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Conv2d(3, 6, (4, 3), padding="same", padding_mode="reflect")
+            self.bn = torch.nn.BatchNorm2d(6)
+            self.b = torch.nn.Conv2d(6, 6, 3, stride=2, groups=6, bias=False)
+            self.c = torch.nn.Conv2d(6, 6, (2, 3), padding="same")
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+
+        def forward(self, x, w):
+            return F.conv2d(self.c(self.b(self.bn(self.a(x)))), w, padding=1)
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    x, w = torch.randn(2, 3, 12, 10), torch.randn(5, 6, 3, 3)
+    path = export_model("conv2d_net", net, (x, w))
+    text = path.read_text()
+    assert "padding=same" in text and "padding=(1,1,1,2)" in text and "F.conv2d" in text
+    (y,) = kuiper.load(path, backend=backend).forward(x.numpy(), w.numpy())
+    with torch.no_grad():
+        assert_close(y, net(x, w).numpy())

@@ -1,0 +1,117 @@
+"""ConvTranspose2d (nn.ConvTranspose2d, F.conv_transpose2d) against torch on both backends:
+every valid combination of stride, padding, output_padding, dilation, groups and bias, with odd
+channels, a non-square kernel and input, batch alternating between 1 and 3."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kuiper
+from kuiper.testing import assert_close, run_operator
+
+CHANNELS = [(13, 7, 1), (15, 9, 3), (13, 13, 13)]  # plain, grouped, depthwise
+
+
+def valid(stride, dilation, output_padding):
+    """PyTorch: output_padding must be smaller than the stride or the dilation (per axis)."""
+    return all(o < max(s, d) for o, s, d in zip(output_padding, stride, dilation))
+
+
+CASES = [case for case in itertools.product(
+    [(1, 1), (2, 3)],            # stride
+    [(0, 0), (1, 2)],            # padding
+    [(0, 0), (1, 0), (1, 2)],    # output_padding
+    [(1, 1), (2, 1)],            # dilation
+    CHANNELS,
+    [True, False],               # bias
+) if valid(case[0], case[3], case[2])]
+
+
+def params_of(cin, cout, kernel, stride, padding, output_padding, dilation, groups, bias):
+    return {"in_channels": cin, "out_channels": cout, "kernel_size": kernel, "stride": stride,
+            "padding": padding, "output_padding": output_padding, "dilation": dilation,
+            "groups": groups, "bias": bias}
+
+
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_conv_transpose2d_all_parameter_combinations(backend, rng, index):
+    stride, padding, output_padding, dilation, (cin, cout, groups), bias = CASES[index]
+    x = rng.standard_normal((1 + 2 * (index % 2), cin, 5, 7)).astype(np.float32)
+    w = rng.standard_normal((cin, cout // groups, 3, 4)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32) if bias else None
+    weights = {"weight": w} if b is None else {"weight": w, "bias": b}
+    params = params_of(cin, cout, (3, 4), stride, padding, output_padding, dilation, groups,
+                       bias)
+    (y,) = run_operator("nn.ConvTranspose2d", [x], params=params, weights=weights,
+                        backend=backend)
+    expected = F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w),
+                                  None if b is None else torch.from_numpy(b), stride, padding,
+                                  output_padding, groups, dilation)
+    assert_close(y, expected.numpy())
+
+
+@pytest.mark.parametrize("shape,cout,kernel,stride", [
+    ((2, 37, 9, 11), 70, (3, 3), (2, 2)),   # GEMM tiles with remainders (M 630, N 99, K 37)
+    ((1, 4, 1, 1), 3, (1, 1), (1, 1)),      # sizes 1
+    ((3, 5, 4, 3), 2, (2, 2), (2, 2)),      # patches that do not overlap (U-Net upsampling)
+])
+def test_conv_transpose2d_sizes(backend, rng, shape, cout, kernel, stride):
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((shape[1], cout, *kernel)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    params = params_of(shape[1], cout, kernel, stride, (0, 0), (0, 0), (1, 1), 1, True)
+    (y,) = run_operator("nn.ConvTranspose2d", [x], params=params,
+                        weights={"weight": w, "bias": b}, backend=backend)
+    expected = F.conv_transpose2d(*map(torch.from_numpy, (x, w, b)), stride=stride)
+    assert_close(y, expected.numpy())
+
+
+@pytest.mark.parametrize("groups,with_bias", [(1, True), (3, False), (6, True)])
+def test_f_conv_transpose2d_weight_as_input(backend, rng, groups, with_bias):
+    x = rng.standard_normal((2, 6, 4, 5)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(2 * groups).astype(np.float32)
+    inputs = [x, w, b] if with_bias else [x, w]
+    params = {"stride": (2, 1), "padding": (1, 0), "output_padding": (1, 0),
+              "dilation": (1, 1), "groups": groups}
+    (y,) = run_operator("F.conv_transpose2d", inputs, params=params, backend=backend)
+    expected = F.conv_transpose2d(*map(torch.from_numpy, inputs), stride=(2, 1),
+                                  padding=(1, 0), output_padding=(1, 0), groups=groups)
+    assert_close(y, expected.numpy())
+
+
+def test_conv_transpose2d_unbatched_input(backend, rng):
+    x = rng.standard_normal((3, 4, 6)).astype(np.float32)
+    w = rng.standard_normal((3, 5, 2, 2)).astype(np.float32)
+    params = params_of(3, 5, (2, 2), (2, 2), (0, 0), (0, 0), (1, 1), 1, False)
+    (y,) = run_operator("nn.ConvTranspose2d", [x], params=params, weights={"weight": w},
+                        backend=backend)
+    expected = F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), stride=2)
+    assert_close(y, expected.numpy())
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"out_channels": 8}, r"expected \(13, 8, 3, 4\)"),  # weight does not fit out_channels
+    ({"groups": 2}, "divisible by groups=2"),
+    ({"output_padding": (2, 0)}, "output_padding"),      # not below stride 2 / dilation 1
+    ({"padding": "same"}, "list of integers"),
+])
+def test_conv_transpose2d_bad_parameters(rng, change, message):
+    x = rng.standard_normal((1, 13, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((13, 7, 3, 4)).astype(np.float32)
+    params = {**params_of(13, 7, (3, 4), (2, 2), (0, 0), (0, 0), (1, 1), 1, False), **change}
+    with pytest.raises(kuiper.OperatorError, match=message):
+        run_operator("nn.ConvTranspose2d", [x], params=params, weights={"weight": w})
+
+
+def test_conv_transpose2d_bad_shapes(rng):
+    x = rng.standard_normal((1, 5, 4, 4)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    with pytest.raises(kuiper.ShapeError, match="input has 5 channels"):
+        run_operator("F.conv_transpose2d", [x, w], params={"stride": (1, 1)})
+    x = rng.standard_normal((1, 6, 1, 1)).astype(np.float32)
+    with pytest.raises(kuiper.ShapeError, match="empty output"):
+        run_operator("F.conv_transpose2d", [x, w], params={"padding": (2, 2)})

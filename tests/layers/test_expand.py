@@ -1,0 +1,102 @@
+"""Tensor.expand / expand_as, Tensor.repeat and torch.repeat_interleave vs torch."""
+
+import numpy as np
+import pytest
+import torch
+
+import kuiper
+from kuiper.testing import assert_close, run_operator
+
+
+@pytest.mark.parametrize("shape, sizes", [
+    ((1, 13, 1), (2, 13, 4)),
+    ((1, 13, 1), (-1, -1, 4)),
+    ((3, 1), (2, 5, 3, 7)),        # new leading dims
+    ((2, 1, 5), (2, 1, 5)),        # nothing to do
+    ((1,), (3, 0)),                # expanding to zero elements
+])
+def test_expand(backend, rng, shape, sizes):
+    x = rng.standard_normal(shape).astype(np.float32)
+    (y,) = run_operator("Tensor.expand", [x], params={"sizes": list(sizes)}, backend=backend)
+    assert_close(y, torch.from_numpy(x).expand(*sizes).numpy())
+
+
+def test_expand_sizes_from_known_input(backend, rng):
+    x = rng.standard_normal((1, 13, 1)).astype(np.float32)
+    sizes = np.array([3, -1, 6], np.int64)
+    (y,) = run_operator("Tensor.expand", [x, sizes], constants=[1], backend=backend)
+    assert_close(y, torch.from_numpy(x).expand(3, -1, 6).numpy())
+
+
+def test_expand_as(backend, rng):
+    x = rng.standard_normal((1, 3, 1)).astype(np.float32)
+    other = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    (y,) = run_operator("Tensor.expand_as", [x, other], backend=backend)
+    assert_close(y, torch.from_numpy(x).expand_as(torch.from_numpy(other)).numpy())
+
+
+def test_expand_int64(backend, rng):
+    x = rng.integers(0, 9, (2, 1), dtype=np.int64)
+    (y,) = run_operator("Tensor.expand", [x], params={"sizes": [2, 5]}, backend=backend)
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, np.broadcast_to(x, (2, 5)))
+
+
+@pytest.mark.parametrize("shape, reps", [((1, 3, 1), (2, 1, 3)), ((2, 3), (2, 2)),
+                                         ((2, 3), (3, 1, 2)), ((13,), (1, 2, 1, 3)),
+                                         ((2, 3), (1, 0))])
+def test_repeat(backend, rng, shape, reps):
+    x = rng.standard_normal(shape).astype(np.float32)
+    (y,) = run_operator("Tensor.repeat", [x], params={"sizes": list(reps)}, backend=backend)
+    assert_close(y, torch.from_numpy(x).repeat(*reps).numpy())
+
+
+@pytest.mark.parametrize("repeats, dim", [(2, 1), (3, -1), (2, 0), (4, None), (1, 2)])
+def test_repeat_interleave(backend, rng, repeats, dim):
+    x = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    params = {"repeats": repeats} if dim is None else {"repeats": repeats, "dim": dim}
+    (y,) = run_operator("torch.repeat_interleave", [x], params=params, backend=backend)
+    assert_close(y, torch.repeat_interleave(torch.from_numpy(x), repeats, dim=dim).numpy())
+
+
+@pytest.mark.parametrize("repeats, dim", [([1, 0, 3], 1), ([2, 1, 1, 2, 3], -1), ([3], 1)])
+def test_repeat_interleave_counts(backend, rng, repeats, dim):
+    x = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    (y,) = run_operator("torch.repeat_interleave", [x], params={"repeats": repeats, "dim": dim},
+                        backend=backend)
+    want = torch.repeat_interleave(torch.from_numpy(x), torch.tensor(repeats), dim=dim)
+    assert_close(y, want.numpy())
+
+
+@pytest.mark.parametrize("op_type, shape, params, error, message", [
+    ("Tensor.expand", (2, 3), {"sizes": [4, 3]}, kuiper.ShapeError, "neither 1 nor 4"),
+    ("Tensor.expand", (2, 3), {"sizes": [3]}, kuiper.ShapeError, "fewer dims"),
+    ("Tensor.expand", (2, 3), {"sizes": [-1, 2, 3]}, kuiper.OperatorError,
+     "-1 is not allowed for the new leading dim 0"),
+    ("Tensor.expand", (2, 3), {}, kuiper.OperatorError, "'sizes' is missing"),
+    ("Tensor.repeat", (2, 3), {"sizes": [2]}, kuiper.ShapeError, "at least one size per"),
+    ("Tensor.repeat", (2, 3), {"sizes": [2, -1]}, kuiper.OperatorError, "must not be negative"),
+    ("torch.repeat_interleave", (2, 3), {"repeats": [1, 2], "dim": 1}, kuiper.ShapeError,
+     "2 repeats for dim 1 of size 3"),
+])
+def test_expand_bad(backend, op_type, shape, params, error, message):
+    with pytest.raises(error, match=message):
+        run_operator(op_type, [np.zeros(shape, np.float32)], params=params, backend=backend)
+
+
+class _Repeats(torch.nn.Module):
+    def forward(self, x, y):
+        return (x.expand(-1, -1, 4), x.expand_as(y), x.repeat(2, 1, 3),
+                torch.repeat_interleave(x, 2, dim=1), x.repeat_interleave(3, dim=-1))
+
+
+def test_real_export(backend, rng, export_model):
+    path = export_model("expand_repeats", _Repeats(), (torch.zeros(2, 3, 1),
+                                                       torch.zeros(2, 3, 4)))
+    graph = kuiper.load(path, backend=backend)
+    x = rng.standard_normal((2, 3, 1)).astype(np.float32)
+    y = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    with torch.no_grad():
+        want = _Repeats()(torch.from_numpy(x), torch.from_numpy(y))
+    for k, (g, w) in enumerate(zip(graph.forward(x, y), want)):
+        assert_close(g, w.numpy(), what=f"output {k}")

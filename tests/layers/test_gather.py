@@ -1,0 +1,139 @@
+"""torch.index_select, torch.gather and Tensor.index (aten::index) vs torch."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import kuiper
+from kuiper.testing import assert_close, run_operator
+
+SHAPE = (3, 7, 5, 6)
+
+
+def _x(rng):
+    return rng.standard_normal(SHAPE).astype(np.float32)
+
+
+@pytest.mark.parametrize("dim, index", [(1, [0, 2, 6]), (-1, [5, 0, 0, 3, 1]), (0, [2]),
+                                        (2, [-1, 0]), (1, [])])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_index_select(backend, rng, dim, index, index_dtype):
+    x, idx = _x(rng), np.array(index, dtype=index_dtype)
+    # An empty index is given as a constant: the executors do not take empty graph inputs.
+    (y,) = run_operator("torch.index_select", [x, idx], params={"dim": dim}, backend=backend,
+                        constants=[1] if idx.size == 0 else [])
+    t = torch.from_numpy(x)
+    want = torch.index_select(t, dim, torch.from_numpy(idx % x.shape[dim]).long())
+    assert_close(y, want.numpy())
+
+
+def test_index_select_constant_index_and_int64_data(backend, rng):
+    x = rng.integers(-99, 99, (4, 9), dtype=np.int64)
+    idx = np.array([8, 1, 1], np.int64)
+    (y,) = run_operator("torch.index_select", [x, idx], params={"dim": 1}, constants=[1],
+                        backend=backend)
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, x[:, idx])
+
+
+@pytest.mark.parametrize("dim, index_shape", [(0, (2, 7, 5, 6)), (1, (3, 4, 5, 6)),
+                                              (2, (3, 7, 9, 6)), (-1, (1, 2, 3, 2)),
+                                              (3, (3, 7, 5, 1))])
+def test_gather(backend, rng, dim, index_shape):
+    x = _x(rng)
+    idx = rng.integers(-x.shape[dim], x.shape[dim], index_shape).astype(np.int64)
+    (y,) = run_operator("torch.gather", [x, idx], params={"dim": dim}, backend=backend)
+    want = torch.gather(torch.from_numpy(x), dim, torch.from_numpy(idx % x.shape[dim]))
+    assert_close(y, want.numpy())
+
+
+@pytest.mark.parametrize("expr, index", [
+    ("[None,[0,2]]", np.s_[:, [0, 2]]),
+    ("[[2,0,0]]", np.s_[[2, 0, 0]]),
+    ("[None,None,[[0,1],[4,3]]]", np.s_[:, :, [[0, 1], [4, 3]]]),
+    ("[None,None,None,[-1]]", np.s_[..., [-1]]),
+    ("[None,None]", np.s_[:, :]),
+])
+def test_index_constant_list(backend, rng, expr, index):
+    # x[:, [0, 2]] with a literal list: pnnx keeps the indices in the `expr` parameter.
+    x = _x(rng)
+    (y,) = run_operator("Tensor.index", [x], params={"expr": expr}, backend=backend)
+    assert_close(y, torch.from_numpy(x)[index].numpy())
+
+
+def test_index_tensor_given_directly(backend, rng):
+    x, idx = _x(rng), np.array([[1, 0], [2, 2]], np.int64)
+    (y,) = run_operator("Tensor.index", [x, idx], backend=backend)
+    assert_close(y, torch.from_numpy(x)[torch.from_numpy(idx)].numpy())
+
+
+def test_index_known_bool_mask(backend, rng):
+    x = _x(rng)
+    mask = np.array([True, False, True, True, False, False, True])
+    (y,) = run_operator("Tensor.index", [x], params={"expr": "[None,[True,False,True,True,"
+                                                               "False,False,True]]"},
+                        backend=backend)
+    assert_close(y, torch.from_numpy(x)[:, torch.from_numpy(mask)].numpy())
+
+
+def test_index_two_tensors(backend, rng):
+    """Two index tensors, not adjacent (their broadcast dims go first): the CPU backend
+    computes them, the OpenCL one refuses them clearly when the model is built."""
+    x = _x(rng)
+    params = {"expr": "[[0,2],None,[1,4]]"}
+    if backend == "opencl":
+        with pytest.raises(kuiper.OperatorError, match="only one is supported on OpenCL"):
+            run_operator("Tensor.index", [x], params=params, backend=backend)
+    else:
+        (y,) = run_operator("Tensor.index", [x], params=params, backend=backend)
+        assert_close(y, torch.from_numpy(x)[[0, 2], :, [1, 4]].numpy())
+
+
+class _Indexing(nn.Module):
+    def forward(self, x, i):
+        return x[i], x[:, :, i], x[:, i, 1]
+
+
+def test_index_real_export(backend, rng, export_model):
+    """pnnx builds the index list with `pnnx.Expression expr=[None,None,@0]`; run at the
+    export shapes and at others (other batch, other index length, negative indices)."""
+    x, i = torch.zeros(4, 7, 5), torch.tensor([0, 2, 1])
+    path = export_model("gather_indexing", _Indexing(), (x, i))
+    assert "expr=[None,None,@0]" in path.read_text()
+    graph = kuiper.load(path, backend=backend)
+    for shape, index in [((4, 7, 5), [0, 2, 1]), ((6, 7, 5), [3, -1, 0, 4])]:
+        xv = rng.standard_normal(shape).astype(np.float32)
+        iv = np.array(index, np.int64)
+        with torch.no_grad():
+            want = _Indexing()(torch.from_numpy(xv), torch.from_numpy(iv))
+        got = graph.forward(xv, iv)
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert_close(g, w.numpy(), what=f"{shape} output {k}")
+
+
+@pytest.mark.parametrize("op_type, inputs, params, error, message", [
+    ("torch.index_select", [np.zeros((2, 3), np.float32), np.zeros((1, 2), np.int64)],
+     {"dim": 1}, kuiper.ShapeError, "0-D or 1-D"),
+    ("torch.index_select", [np.zeros((2, 3), np.float32), np.zeros(2, np.float32)],
+     {"dim": 1}, kuiper.OperatorError, "integer tensor"),
+    ("torch.gather", [np.zeros((2, 3), np.float32), np.zeros((3, 3), np.int64)],
+     {"dim": 1}, kuiper.ShapeError, "larger than input"),
+    ("torch.gather", [np.zeros((2, 3), np.float32), np.zeros(3, np.int64)],
+     {"dim": 0}, kuiper.ShapeError, "as many dims"),
+    ("Tensor.index", [np.zeros((2, 3), np.float32)], {"expr": "[None,None,[0]]"},
+     kuiper.ShapeError, "3 indices for a 2-D input"),
+    ("Tensor.index", [np.zeros((2, 3), np.float32)], {"expr": "[None,x]"},
+     kuiper.OperatorError, "not a list of None and integer lists"),
+    ("Tensor.index", [np.zeros((2, 3), np.float32), np.zeros(3, np.bool_)], {},
+     kuiper.ShapeError, "boolean mask"),
+])
+def test_gather_bad(backend, op_type, inputs, params, error, message):
+    with pytest.raises(error, match=message):
+        run_operator(op_type, inputs, params=params, backend=backend)
+
+
+def test_index_out_of_range_on_cpu(rng):
+    # The CPU backend checks index values (a device cannot raise: it writes 0 instead).
+    with pytest.raises(kuiper.ShapeError, match="out of range for dim 0 of size 3"):
+        run_operator("Tensor.index", [_x(rng), np.array([3], np.int64)])
