@@ -110,8 +110,9 @@ class OpenCLExecutor:
         events: dict[str, list] = {}
         for op, x in zip(graph.input_ops, inputs):
             name = op.outputs[0].name
-            events[name] = [cl.enqueue_copy(queue, self.arrays[name].data, x,
-                                            is_blocking=False)]
+            if x.size:  # an empty tensor has no buffer to copy into
+                events[name] = [cl.enqueue_copy(queue, self.arrays[name].data, x,
+                                                is_blocking=False)]
         for op, runner in self.steps:
             wait_for = []
             for operand in op.inputs:

@@ -87,17 +87,30 @@ def test_help_lists_every_command():
         assert command in result.stdout
 
 
-def test_usage_errors_exit_2():
+def run_main(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`kuiper ARGS` in this process (faster; for the many error cases)."""
+    from kuiper.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as e:  # argparse exits on usage errors
+        code = e.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["kuiper", *args], code, out, err)
+
+
+def test_usage_errors_exit_2(capsys):
     assert kuiper_cli().returncode == 2                      # no command
-    assert kuiper_cli("frobnicate").returncode == 2          # unknown command
-    result = kuiper_cli("info", "m.pnnx.param", "--input-shape", "1xfoo")
+    assert run_main(capsys, "frobnicate").returncode == 2    # unknown command
+    result = run_main(capsys, "info", "m.pnnx.param", "--input-shape", "1xfoo")
     assert result.returncode == 2 and "1x3x224x224" in result.stderr
-    result = kuiper_cli("bench", "m.pnnx.param", "--against", "tensorflow")
+    result = run_main(capsys, "bench", "m.pnnx.param", "--against", "tensorflow")
     assert result.returncode == 2 and "tensorflow" in result.stderr
 
 
-def test_missing_and_broken_model_files_are_errors(tmp_path):
-    assert_user_error(kuiper_cli("info", str(tmp_path / "nope.pnnx.param")), "file not found")
+def test_missing_and_broken_model_files_are_errors(tmp_path, capsys):
+    assert_user_error(run_main(capsys, "info", str(tmp_path / "nope.pnnx.param")),
+                      "file not found")
     bad = tmp_path / "bad.pnnx.param"
     bad.write_text("hello\n")
     assert_user_error(kuiper_cli("run", str(bad)), "line 1", "7767517")
@@ -164,18 +177,20 @@ def test_image_for_a_one_channel_model_is_plain_grey(tmp_path):
     np.testing.assert_allclose(x, 51 / 255, rtol=1e-6)
 
 
-def test_run_input_errors(tiny, tmp_path):
+def test_run_input_errors(tiny, tmp_path, capsys):
     path, _ = tiny
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 8), np.float32))
     assert_user_error(kuiper_cli("run", str(path), "--input", str(tmp_path / "x.npy")),
                       "should be 4-D")
-    assert_user_error(kuiper_cli("run", str(path), "--input", str(tmp_path / "x.npy"),
-                                 "--input", str(tmp_path / "x.npy")), "1 input(s)", "got 2")
+    assert_user_error(run_main(capsys, "run", str(path), "--input", str(tmp_path / "x.npy"),
+                               "--input", str(tmp_path / "x.npy")), "1 input(s)", "got 2")
     (tmp_path / "x.txt").write_text("1 2 3")
-    assert_user_error(kuiper_cli("run", str(path), "--input", str(tmp_path / "x.txt")),
+    assert_user_error(run_main(capsys, "run", str(path), "--input", str(tmp_path / "x.txt")),
                       "expected a .npy array or an image")
-    assert_user_error(kuiper_cli("run", str(path), "--input", str(tmp_path / "none.npy")),
+    assert_user_error(run_main(capsys, "run", str(path), "--input", str(tmp_path / "none.npy")),
                       "file not found")
+    assert_user_error(run_main(capsys, "run", str(path), "--output", str(tmp_path / "y.txt")),
+                      "use a .npy or .npz")
 
 
 # --- ops, devices ---------------------------------------------------------------------------
@@ -277,6 +292,6 @@ def test_bench_skips_missing_references():
     assert "kuiper cpu" in result.stdout
 
 
-def test_bench_bad_repeat():
-    assert_user_error(kuiper_cli("bench", "kuiper/demo/digits.pnnx.param", "--repeat", "0"),
-                      "--repeat")
+def test_bench_bad_repeat(capsys):
+    assert_user_error(run_main(capsys, "bench", "kuiper/demo/digits.pnnx.param", "--repeat",
+                               "0"), "--repeat")

@@ -1,0 +1,260 @@
+"""F.scaled_dot_product_attention and nn.MultiheadAttention against torch on both backends.
+
+MultiheadAttention is tested twice: through run_operator (every combination of layout, key /
+value dims and masks, with weights taken from a torch module), and through real pnnx exports,
+which is where the input order is scrambled (see layers/attention_util.py) and unused outputs
+are dropped.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kuiper
+from kuiper import OperatorError
+from kuiper.testing import assert_close, run_operator
+
+T = torch.from_numpy
+SDPA = "F.scaled_dot_product_attention"
+
+
+def rand(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# --- scaled_dot_product_attention -----------------------------------------------------------
+
+@pytest.mark.parametrize("q_shape, k_shape, v_shape", [
+    ((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6)),
+    ((2, 3, 5, 8), (1, 3, 7, 8), (2, 1, 7, 6)),   # batch dims broadcast
+    ((3, 17, 9), (3, 4, 9), (3, 4, 5)),           # no head dim, L > S
+    ((1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4)),
+])
+@pytest.mark.parametrize("is_causal, scale", [(False, None), (True, None), (False, 0.3),
+                                              (True, 1.7)])
+def test_sdpa(backend, rng, q_shape, k_shape, v_shape, is_causal, scale):
+    q, k, v = rand(rng, *q_shape), rand(rng, *k_shape), rand(rng, *v_shape)
+    params = {"dropout_p": 0.0, "is_causal": is_causal, "attn_mask": None}
+    if scale is not None:
+        params["scale"] = scale
+    (y,) = run_operator(SDPA, [q, k, v], params=params, backend=backend)
+    assert_close(y, F.scaled_dot_product_attention(T(q), T(k), T(v), is_causal=is_causal,
+                                                   scale=scale).numpy())
+
+
+@pytest.mark.parametrize("mask_shape", [(5, 7), (2, 1, 5, 7), (1, 3, 1, 7), (2, 3, 5, 7)])
+@pytest.mark.parametrize("boolean", [True, False])
+def test_sdpa_masks(backend, rng, mask_shape, boolean):
+    q, k, v = rand(rng, 2, 3, 5, 8), rand(rng, 2, 3, 7, 8), rand(rng, 2, 3, 7, 6)
+    mask = rng.standard_normal(mask_shape) > -0.5 if boolean else rand(rng, *mask_shape)
+    (y,) = run_operator(SDPA, [q, k, v, mask], params={"dropout_p": 0.0, "is_causal": False},
+                        backend=backend)
+    assert_close(y, F.scaled_dot_product_attention(T(q), T(k), T(v),
+                                                   attn_mask=T(mask)).numpy())
+
+
+def test_sdpa_fully_masked_row_gives_zeros(backend, rng):
+    q, k, v = rand(rng, 1, 2, 3, 4), rand(rng, 1, 2, 5, 4), rand(rng, 1, 2, 5, 4)
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False
+    (y,) = run_operator(SDPA, [q, k, v, mask], backend=backend)
+    expected = F.scaled_dot_product_attention(T(q), T(k), T(v), attn_mask=T(mask)).numpy()
+    assert_close(y, expected)
+    assert np.all(y[:, :, 1] == 0)
+
+
+def test_sdpa_grouped_query_attention(backend, rng):
+    q, k, v = rand(rng, 2, 6, 5, 8), rand(rng, 2, 2, 7, 8), rand(rng, 2, 2, 7, 3)
+    (y,) = run_operator(SDPA, [q, k, v], params={"enable_gqa": True}, backend=backend)
+    assert_close(y, F.scaled_dot_product_attention(T(q), T(k), T(v), enable_gqa=True).numpy())
+
+
+def test_sdpa_from_a_pnnx_export(backend, rng, export_model):
+    class Attend(torch.nn.Module):
+        def forward(self, q, k, v, m):
+            return (F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0.5),
+                    F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3))
+
+    q, k, v = rand(rng, 2, 3, 5, 8), rand(rng, 2, 3, 7, 8), rand(rng, 2, 3, 7, 6)
+    m = rng.random((2, 1, 5, 7)).astype(np.float32)
+    module = Attend()
+    path = export_model("attention_sdpa", module, [T(q), T(k), T(v), T(m)])
+    outputs = kuiper.load(path, backend=backend).forward(q, k, v, m)
+    for actual, expected in zip(outputs, module(T(q), T(k), T(v), T(m))):
+        assert_close(actual, expected.numpy())
+
+
+@pytest.mark.parametrize("shapes, params, message", [
+    (((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), (3, 5)), {"is_causal": True}, "is_causal"),
+    (((1, 6, 3, 4), (1, 4, 5, 4), (1, 4, 5, 4)), {"enable_gqa": True}, "multiple"),
+    (((1, 2, 3, 4), (1, 2, 5, 6), (1, 2, 5, 4)), {}, "key"),
+    (((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), (4, 5)), {}, "attn_mask"),
+])
+def test_sdpa_bad_inputs_raise(rng, shapes, params, message):
+    with pytest.raises(OperatorError, match=message):
+        run_operator(SDPA, [rand(rng, *s) for s in shapes], params=params)
+
+
+# --- nn.MultiheadAttention through run_operator ---------------------------------------------
+
+E, HEADS, N, L, S = 12, 3, 2, 5, 6
+
+
+def mha_module(**kwargs):
+    torch.manual_seed(0)
+    module = torch.nn.MultiheadAttention(E, HEADS, **kwargs).eval()
+    with torch.no_grad():   # non-zero biases, so that bias handling is tested too
+        for name, p in module.named_parameters():
+            if "bias" in name:
+                p.uniform_(-0.5, 0.5)
+    return module
+
+
+def mha_params_and_weights(module):
+    params = {"embed_dim": E, "num_heads": HEADS, "kdim": module.kdim, "vdim": module.vdim,
+              "batch_first": module.batch_first, "bias": module.in_proj_bias is not None,
+              "add_bias_kv": False, "add_zero_attn": False}
+    weights = {k: v.detach().numpy() for k, v in module.state_dict().items()}
+    return params, weights
+
+
+def sequence(rng, module, length, width):
+    shape = (N, length, width) if module.batch_first else (length, N, width)
+    return rand(rng, *shape)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("kind", ["self", "kv", "qkv", "kdim_vdim"])
+@pytest.mark.parametrize("masks", [(), ("am_float",), ("am_bool",), ("am_3d",), ("kpm_bool",),
+                                   ("kpm_float",), ("kpm_bool", "am_float")])
+def test_mha(backend, rng, batch_first, kind, masks):
+    kdims = {"kdim": 7, "vdim": 9} if kind == "kdim_vdim" else {}
+    module = mha_module(batch_first=batch_first, **kdims)
+    params, weights = mha_params_and_weights(module)
+    source = L if kind == "self" else S
+    q = sequence(rng, module, L, E)
+    k = q if kind == "self" else sequence(rng, module, S, module.kdim)
+    v = k if kind in ("self", "kv") else sequence(rng, module, S, module.vdim)
+    data = {"self": [q], "kv": [q, k]}.get(kind, [q, k, v])
+    am = kpm = None
+    if "am_float" in masks:
+        am = rand(rng, L, source)
+    if "am_bool" in masks:
+        am = rng.random((L, source)) < 0.3
+        am[:, 0] = False   # keep one key per row: fully masked rows are NaN in torch
+    if "am_3d" in masks:
+        am = rand(rng, N * HEADS, L, source)
+    if "kpm_bool" in masks:
+        kpm = rng.random((N, source)) < 0.3
+        kpm[:, 0] = False
+    if "kpm_float" in masks:
+        kpm = rand(rng, N, source)
+    # Inputs in the order pnnx writes them: bool masks, the data, then float masks.
+    first = [m for m in (kpm, am) if m is not None and m.dtype == np.bool_]
+    last = [m for m in (am, kpm) if m is not None and m.dtype != np.bool_]
+    outputs = run_operator("nn.MultiheadAttention", first + data + last, params=params,
+                           weights=weights, n_outputs=2, backend=backend)
+    with torch.no_grad():
+        expected = module(T(q), T(k), T(v), attn_mask=None if am is None else T(am),
+                          key_padding_mask=None if kpm is None else T(kpm))
+    assert_close(outputs[0], expected[0].numpy(), what="attention output")
+    assert_close(outputs[1], expected[1].numpy(), what="attention weights")
+
+
+def test_mha_inputs_in_any_order_are_found_by_shape(backend, rng):
+    module = mha_module(batch_first=True)
+    params, weights = mha_params_and_weights(module)
+    q, kv = rand(rng, N, L, E), rand(rng, N, S, E)
+    kpm = rand(rng, N, S)
+    am = rand(rng, L, S)
+    (y,) = run_operator("nn.MultiheadAttention", [kpm, q, am, kv], params=params,
+                        weights=weights, backend=backend)
+    with torch.no_grad():
+        expected = module(T(q), T(kv), T(kv), attn_mask=T(am), key_padding_mask=T(kpm))[0]
+    assert_close(y, expected.numpy())
+
+
+def test_mha_single_output_declared_as_weights(backend, rng):
+    module = mha_module(batch_first=True, bias=False)
+    params, weights = mha_params_and_weights(module)
+    x = rand(rng, N, L, E)
+    (w,) = run_operator("nn.MultiheadAttention", [x], params=params, weights=weights,
+                        backend=backend, output_specs=[((N, L, L), np.float32)])
+    with torch.no_grad():
+        expected = module(T(x), T(x), T(x))[1]
+    assert_close(w, expected.numpy())
+
+
+# --- nn.MultiheadAttention from real pnnx exports -------------------------------------------
+
+class MHACall(torch.nn.Module):
+    def __init__(self, call, **kwargs):
+        super().__init__()
+        self.mha = mha_module(**kwargs)
+        self.call = call
+
+    def forward(self, *args):
+        return self.call(self.mha, *args)
+
+
+EXPORTS = {
+    # name: (call, module kwargs, input shapes)
+    "self_both": (lambda m, x: m(x, x, x), {}, [(L, N, E)]),
+    "output_only": (lambda m, x: m(x, x, x)[0], {"batch_first": True}, [(N, L, E)]),
+    "weights_only": (lambda m, x: m(x, x, x)[1], {"batch_first": True, "bias": False},
+                     [(N, L, E)]),
+    "per_head_weights": (lambda m, x: m(x, x, x, average_attn_weights=False),
+                         {"batch_first": True}, [(N, L, E)]),
+    "separate_kdim_vdim": (lambda m, q, k, v: m(q, k, v),
+                           {"batch_first": True, "kdim": 7, "vdim": 9},
+                           [(N, L, E), (N, S, 7), (N, S, 9)]),
+    "float_attn_mask": (lambda m, x, a: m(x, x, x, attn_mask=a), {"batch_first": True},
+                        [(N, L, E), (L, L)]),
+    "bool_attn_mask": (lambda m, x, a: m(x, x, x, attn_mask=a > 0.7)[0], {},
+                       [(L, N, E), (L, L)]),
+    "bool_padding_mask": (lambda m, x, p: m(x, x, x, key_padding_mask=p > 0.7),
+                          {"batch_first": True}, [(N, L, E), (N, L)]),
+    "float_padding_mask": (lambda m, x, p: m(x, x, x, key_padding_mask=p)[0], {},
+                           [(L, N, E), (N, L)]),
+    "both_bool": (lambda m, x, a, p: m(x, x, x, attn_mask=a > 0.7, key_padding_mask=p > 0.7),
+                  {"batch_first": True}, [(N, L, E), (L, L), (N, L)]),
+    "both_float": (lambda m, x, a, p: m(x, x, x, attn_mask=a, key_padding_mask=p),
+                   {"batch_first": True}, [(N, L, E), (L, L), (N, L)]),
+    "cross_3d_mask_bool_padding": (
+        lambda m, q, k, v, a, p: m(q, k, v, attn_mask=a, key_padding_mask=p > 0.7),
+        {"batch_first": True}, [(N, L, E), (N, S, E), (N, S, E), (N * HEADS, L, S), (N, S)]),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPORTS))
+def test_mha_from_pnnx_exports(backend, rng, export_model, name):
+    call, kwargs, shapes = EXPORTS[name]
+    module = MHACall(call, **kwargs).eval()
+    inputs = [rng.random(s).astype(np.float32) for s in shapes]
+    path = export_model(f"attention_mha_{name}", module, [T(x) for x in inputs])
+    outputs = kuiper.load(path, backend=backend).forward(*inputs)
+    with torch.no_grad():
+        expected = module(*[T(x) for x in inputs])
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert len(outputs) == len(expected)
+    for actual, ref in zip(outputs, expected):
+        assert_close(actual, ref.numpy())
+
+
+def test_mha_bad_params_raise(rng):
+    module = mha_module()
+    params, weights = mha_params_and_weights(module)
+    x = rand(rng, L, N, E)
+    with pytest.raises(OperatorError, match="add_bias_kv"):
+        run_operator("nn.MultiheadAttention", [x], params={**params, "add_bias_kv": True},
+                     weights=weights)
+    with pytest.raises(OperatorError, match="multiple of num_heads"):
+        run_operator("nn.MultiheadAttention", [x], params={**params, "num_heads": 5},
+                     weights=weights)
+    with pytest.raises(OperatorError, match="in_proj_weight"):
+        run_operator("nn.MultiheadAttention", [x], params={**params, "embed_dim": 6},
+                     weights=weights)
+    with pytest.raises(OperatorError, match="cannot match inputs"):
+        run_operator("nn.MultiheadAttention", [x, rand(rng, 3, 3)], params=params,
+                     weights=weights)
