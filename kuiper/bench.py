@@ -23,9 +23,9 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -317,7 +317,7 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
                 columns.append(job(advance))
             except OpenCLUnavailableError as e:
                 skipped.append(f"{name}: skipped, {e}")
-            except Exception as e:  # noqa: BLE001 - a reference failing must not stop the bench
+            except Exception as e:
                 if name.startswith("kuiper"):
                     raise
                 skipped.append(f"{name}: skipped, {why(e)}")

@@ -22,8 +22,8 @@ import importlib
 import importlib.util
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -107,6 +107,8 @@ def add_run_parser(sub) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from kuiper.inputs import load_input, random_inputs
 
+    if args.output and not args.output.endswith((".npy", ".npz")):
+        raise KuiperError(f"--output {args.output}: use a .npy or .npz file name")
     graph = load_model(args)
     ports = graph.inputs
     if args.input:

@@ -80,7 +80,8 @@ class RuntimeGraph:
         self.specs: dict[str, TensorSpec] = {}
         self.input_ops: list[RuntimeOperator] = []
         self.output_operands: list[RuntimeOperand] = []
-        self.fallbacks: list[RuntimeOperator] = []  # operators run on the CPU in an OpenCL graph
+        # Operators an OpenCL graph runs on the host (no OpenCL twin); set by the executor.
+        self.fallbacks: list[RuntimeOperator] = []
         self.executor: Any = None
         self._archive = None  # parser.binfile.WeightArchive, kept open: arrays map into it
 
@@ -168,10 +169,9 @@ class RuntimeGraph:
                                      "only as a model output")
                 continue
             if self.backend == "opencl":
-                cls = registry.find(op.type, "opencl")
-                if cls is None:
-                    cls = registry.lookup(op.type, "cpu")
-                    self.fallbacks.append(op)
+                # No OpenCL twin: use the CPU layer; the executor runs it between a download
+                # and an upload (unless its outputs are folded) and lists it in `fallbacks`.
+                cls = registry.find(op.type, "opencl") or registry.lookup(op.type, "cpu")
             else:
                 cls = registry.lookup(op.type, "cpu")
             op.layer = cls.from_operator(op)

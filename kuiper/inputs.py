@@ -9,8 +9,8 @@ pretrained classifiers expect); 1-channel models get the plain [0, 1] grey level
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -16,7 +16,7 @@ def human(n: float) -> str:
     return f"{n:.3g}P"
 
 
-def operator_rows(graph: "RuntimeGraph") -> list[dict]:
+def operator_rows(graph: RuntimeGraph) -> list[dict]:
     rows = []
     for op in graph.order:
         if op.layer is None:
@@ -45,7 +45,7 @@ def type_breakdown(rows: list[dict]) -> str:
     return ", ".join(parts)
 
 
-def summarize(graph: "RuntimeGraph") -> str:
+def summarize(graph: RuntimeGraph) -> str:
     rows = operator_rows(graph)
     fallback = {op.name for op in graph.fallbacks}
     header = ("operator", "type", "output", "params", "FLOPs")

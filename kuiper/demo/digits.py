@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 import numpy as np
 
@@ -110,9 +111,9 @@ def run_demo(backend: str = "cpu", device: str | None = None, show: int = 6,
         captions = [[f"kuiper: {predictions[i]}",
                      f"label:  {labels[i]}" + ("  (wrong)" if predictions[i] != labels[i]
                                                else "")] for i in picks]
-        print("", file=out)
+        print(file=out)
         print(render_row([images[i, 0] for i in picks], captions, shades_for(out)), file=out)
-        print("", file=out)
+        print(file=out)
 
     same = int((predictions == torch_predictions).sum())
     diff = max_abs_diff(logits, torch_logits)

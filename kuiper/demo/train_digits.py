@@ -49,7 +49,7 @@ def load_split(seed: int = SEED):
 
 
 def make_model():
-    import torch.nn as nn
+    from torch import nn
 
     class DigitsNet(nn.Module):
         """Two 3x3 convolutions, one 2x2 max-pool, two linear layers: about 21k parameters.

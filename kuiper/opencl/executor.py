@@ -104,6 +104,7 @@ class OpenCLExecutor:
             for operand, array in zip(op.outputs, outputs):
                 self.arrays[operand.name] = array
             self.steps.append((op, runner))
+        graph.fallbacks = [op for op, runner in self.steps if isinstance(runner, HostFallback)]
 
     def run(self, inputs: list[np.ndarray], observer: "Observer | None" = None) -> list:
         cl, queue, graph = self.runtime.cl, self.runtime.queue, self.graph

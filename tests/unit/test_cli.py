@@ -44,7 +44,7 @@ def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> N
 
 
 def tiny_classifier():
-    import torch.nn as nn
+    from torch import nn
 
     class Tiny(nn.Module):
         def __init__(self):
@@ -221,7 +221,7 @@ def test_devices_without_any_opencl_platform(monkeypatch, capsys):
     from kuiper import cli
     from kuiper.opencl import runtime
 
-    monkeypatch.setattr(runtime, "list_devices", lambda: [])
+    monkeypatch.setattr(runtime, "list_devices", list)
     assert cli.main(["devices"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("kuiper: error: no OpenCL platform found") and "pip install" in err
