@@ -1,13 +1,17 @@
 """`kuiper course`: check a student's exercises, lesson by lesson.
 
 Each lesson folder `course_notes/NN_name/` holds `notes.md`, `exercises.py` (stubs the student
-fills in) and `test_exercises.py`. The tests call `implementation(__file__, REFERENCE)`:
+fills in) and `test_lessonNN.py` (unique names: pytest imports every lesson's tests in one run).
+A test file declares `REFERENCE = {"exercise name": "module:attribute", ...}` and calls
+`implementation(__file__, REFERENCE)`:
 
 - under `kuiper course check N` (KUIPER_COURSE_IMPL=student) it returns the student's
   `exercises.py`;
 - otherwise (the project's own test run) it returns the *framework's* functions named in
   REFERENCE, e.g. {"dfs_iterative": "kuiper.topo:dfs_iterative"}: the solution exists once, in
   the real code, and the same tests prove both that it is right and that they test something.
+  A reference may also be a kernel file, "clkernels/relu.cl": the exercise then returns kernel
+  source text, and the reference is that file's text.
 
 `check_array` is the comparison the tests use: on a mismatch it reports shape, dtype, the first
 differing elements and the max difference, which is what a student needs to find the bug.
@@ -16,8 +20,11 @@ differing elements and the max difference, which is what a student needs to find
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import importlib
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -62,7 +69,12 @@ def load_exercises(folder: Path) -> types.ModuleType:
 
 
 def resolve(target: str):
-    """"package.module:attribute" -> the object."""
+    """"package.module:attribute" -> the object; "clkernels/<stem>.cl" -> a function returning
+    that kernel file's source."""
+    if target.endswith(".cl"):
+        import clkernels
+
+        return functools.partial(clkernels.source, Path(target).stem)
     module_name, _, attr = target.partition(":")
     obj = importlib.import_module(module_name)
     for part in attr.split("."):
@@ -73,36 +85,148 @@ def resolve(target: str):
 def implementation(test_file: str, reference: dict[str, str]) -> types.SimpleNamespace:
     """The functions under test: the student's (student mode) or the framework's."""
     if student_mode():
-        module = load_exercises(Path(test_file).resolve().parent)
+        folder = Path(test_file).resolve().parent
+        module = load_exercises(folder)
+        missing = [name for name in reference if not hasattr(module, name)]
+        if missing:
+            raise KuiperError(f"{folder.name}/exercises.py should define "
+                              f"{', '.join(missing)} (restore the stub from git if you "
+                              "deleted it)")
         return types.SimpleNamespace(**{name: getattr(module, name) for name in reference})
     return types.SimpleNamespace(**{name: resolve(t) for name, t in reference.items()})
 
 
+def require_opencl() -> None:
+    """Skip the calling test, saying why, when no OpenCL device can be used."""
+    import pytest
+
+    from kuiper.opencl.runtime import choose_device
+
+    try:
+        choose_device()
+    except KuiperError as e:
+        pytest.skip(f"no OpenCL device ({e}); `kuiper devices` lists what is installed")
+
+
+def reference_table(test_file: Path) -> dict[str, str]:
+    """The REFERENCE dict of a lesson's test file, read without importing it."""
+    tree = ast.parse(Path(test_file).read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == "REFERENCE"):
+            return ast.literal_eval(node.value)
+    raise KuiperError(f"{test_file} has no REFERENCE = {{...}} table")
+
+
+def test_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("test_lesson*.py"))
+
+
+def _parameters(obj) -> list[tuple[str, object, object]]:
+    """(name, kind, default) of each parameter: what must match between stub and reference
+    (annotations may be written differently and still mean the same)."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(obj).parameters.values()]
+
+
+def signature_problems(folder: Path) -> list[str]:
+    """Exercises whose signature differs from the framework's (or that are missing).
+
+    For a class, every method the exercise class defines is compared with the reference's.
+    """
+    module = load_exercises(folder)
+    problems = []
+    for test_file in test_files(folder):
+        for name, target in reference_table(test_file).items():
+            ref = resolve(target)
+            mine = getattr(module, name, None)
+            if mine is None:
+                problems.append(f"{name}: missing from {folder.name}/exercises.py")
+                continue
+            pairs = [(name, mine, ref)]
+            if inspect.isclass(ref):
+                pairs = [(f"{name}.{m}", v, getattr(ref, m, None))
+                         for m, v in vars(mine).items() if inspect.isfunction(v)]
+            for label, a, b in pairs:
+                if b is None:
+                    problems.append(f"{label}: the framework's {target} has no such method")
+                elif _parameters(a) != _parameters(b):
+                    problems.append(f"{label}{inspect.signature(a)} should be "
+                                    f"{label}{inspect.signature(b)} (as {target})")
+    return problems
+
+
 def check_array(got, want, what: str = "result", rtol: float = 1e-5, exact: bool = False
                 ) -> None:
-    """Assert `got` equals `want`; the message says what differs and where."""
+    """Assert `got` equals `want`; the message says what differs and where.
+
+    Shape first, then dtype (an int where a float is expected is wrong; float32 vs float64 is
+    only wrong when `exact`), then values: floats within rtol * max(1, max |want|) (NaN equals
+    NaN), everything else exactly. A mismatch lists the first differing elements (index, got,
+    expected) and the max difference.
+    """
     got_a, want_a = np.asarray(got), np.asarray(want)
     if got_a.shape != want_a.shape:
-        raise AssertionError(f"{what}: shape {got_a.shape}, expected {want_a.shape}")
+        raise AssertionError(f"{what}: shape {got_a.shape}, expected {want_a.shape} "
+                             f"(dtype {got_a.dtype}, expected {want_a.dtype})")
     if got_a.dtype != want_a.dtype and (exact or got_a.dtype.kind != want_a.dtype.kind):
         raise AssertionError(f"{what}: dtype {got_a.dtype}, expected {want_a.dtype}")
+    numeric = want_a.dtype.kind in "biuf" and got_a.dtype.kind in "biuf"
     if exact or want_a.dtype.kind not in "fc":
-        bad = got_a != want_a
+        bad = np.asarray(got_a != want_a)
         tol = 0.0
     else:
-        tol = rtol * max(1.0, float(np.abs(want_a).max()) if want_a.size else 1.0)
-        bad = ~(np.abs(got_a.astype(np.float64) - want_a) <= tol)
+        finite = np.abs(want_a[np.isfinite(want_a)])
+        tol = rtol * max(1.0, float(finite.max()) if finite.size else 1.0)
+        with np.errstate(invalid="ignore"):
+            close = np.abs(got_a.astype(np.float64) - want_a) <= tol
+        bad = ~(close | (got_a == want_a) | (np.isnan(got_a) & np.isnan(want_a)))
     if not bad.any():
         return
     where = np.argwhere(bad)[:5]
-    rows = "\n".join(f"  at {tuple(int(i) for i in idx)}: got {got_a[tuple(idx)]!r}, "
-                     f"expected {want_a[tuple(idx)]!r}" for idx in where)
+    rows = "\n".join(f"  at {tuple(int(i) for i in idx)}: got {got_a[tuple(idx)].tolist()!r}"
+                     f", expected {want_a[tuple(idx)].tolist()!r}" for idx in where)
     diff = ""
-    if want_a.dtype.kind in "fiu" and got_a.dtype.kind in "fiu":
-        diff = (f", max difference {np.abs(got_a.astype(np.float64) - want_a).max():.4g}"
-                f" (tolerance {tol:.2g})")
+    if numeric:
+        with np.errstate(invalid="ignore"):
+            diffs = np.abs(got_a.astype(np.float64) - want_a.astype(np.float64))[bad]
+        nan = ", and NaN against a number" if np.isnan(diffs).any() else ""
+        worst = np.nanmax(diffs) if not np.isnan(diffs).all() else float("nan")
+        diff = f", max difference {worst:.4g} (tolerance {tol:.2g}){nan}"
     raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} elements differ{diff}; "
                          f"first ones:\n{rows}")
+
+
+def python_blocks(notes: Path) -> list[tuple[int, str]]:
+    """The ```python blocks of a Markdown file: (line of the opening fence, code)."""
+    blocks, current, start = [], None, 0
+    for lineno, line in enumerate(Path(notes).read_text().splitlines(), start=1):
+        fence = line.strip()
+        if current is None and fence == "```python":
+            current, start = [], lineno
+        elif current is not None and fence == "```":
+            blocks.append((start, "\n".join(current)))
+            current = None
+        elif current is not None:
+            current.append(line)
+    if current is not None:
+        raise KuiperError(f"{notes}, line {start}: a ```python block is never closed")
+    return blocks
+
+
+def run_notes(notes: Path) -> dict:
+    """Run every ```python block of `notes` in order, in one namespace, from the repository
+    root, as a student pasting them into one Python session would. Tracebacks point at the
+    lines of the Markdown file. Returns the namespace."""
+    notes = Path(notes).resolve()
+    namespace: dict = {"__name__": "__notes__"}
+    cwd = os.getcwd()
+    os.chdir(course_dir().parent)
+    try:
+        for start, code in python_blocks(notes):
+            exec(compile("\n" * start + code, str(notes), "exec"), namespace)  # noqa: S102
+    finally:
+        os.chdir(cwd)
+    return namespace
 
 
 def check(number: int, extra: list[str] | None = None) -> int:
@@ -112,10 +236,19 @@ def check(number: int, extra: list[str] | None = None) -> int:
         raise KuiperError(f"no lesson {number}; lessons: "
                           + ", ".join(f"{n} ({p.name})" for n, p in found.items()))
     folder = found[number]
+    root = str(folder.parents[1])  # so `import kuiper` works from the lesson folder
     env = dict(os.environ, **{ENV: "student"})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "pytest", str(folder), "-q", "--tb=short", "--no-header",
-           "-p", "no:cacheprovider", "--rootdir", str(folder), "-W", "ignore"] + (extra or [])
+           "-p", "no:cacheprovider", "--rootdir", str(folder), "-o", "addopts=",
+           "-W", "ignore"] + (extra or [])
     print(f"checking lesson {number} ({folder.name}) against {folder / 'exercises.py'}")
+    try:
+        problems = signature_problems(folder)
+    except Exception as e:  # noqa: BLE001 - e.g. a syntax error: pytest will show it in full
+        problems = [f"exercises.py does not load: {type(e).__name__}: {e}"]
+    for problem in problems:
+        print(f"warning: {problem}")
     code = subprocess.call(cmd, env=env, cwd=folder)
     if code == 0:
         print(f"lesson {number}: all exercises pass")
@@ -131,7 +264,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     course_sub.add_parser("list", help="list the lessons").set_defaults(func=_list_command)
     c = course_sub.add_parser("check", help="run lesson N's tests against your exercises.py")
     c.add_argument("lesson", type=int)
-    c.set_defaults(func=lambda args: check(args.lesson))
+    c.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARG",
+                   help="extra pytest arguments after `--`, e.g. -- -x -k im2col")
+    c.set_defaults(func=lambda args: check(args.lesson, args.pytest_args))
 
 
 def _list_command(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ class OperatorError(KuiperError):
 
     def __init__(self, op_name: str, op_type: str, message: str):
         super().__init__(f"operator '{op_name}' ({op_type}): {message}")
-        self.op_name, self.op_type = op_name, op_type
+        self.op_name, self.op_type, self.message = op_name, op_type, message
 
 
 class UnsupportedOperatorError(KuiperError):

@@ -203,7 +203,7 @@ class RuntimeGraph:
                 outs = op.layer.infer(ins)
             except ShapeError as e:
                 if resized:
-                    raise ShapeError(op.name, op.type, f"{e} -- the model was exported at "
+                    raise ShapeError(op.name, op.type, f"{e.message} -- the model was exported at "
                                      f"{self._declared_inputs()} and this operator fixes that "
                                      "size; re-export the model at the new input size") from None
                 raise

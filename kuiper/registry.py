@@ -11,10 +11,12 @@ decorators.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import pkgutil
-from typing import Callable, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from kuiper.errors import UnsupportedOperatorError
 
@@ -81,3 +83,41 @@ def find(op_type: str, backend: str) -> type | None:
 def supported(backend: str) -> dict[str, type]:
     load_layers(backend)
     return dict(sorted(_REGISTRY[backend].items()))
+
+
+def layer_file(op_type: str, backend: str = "cpu") -> str:
+    """Where the layer for `op_type` is written, relative to the repository root.
+
+    `layer_file("nn.Conv2d")` is "layers/cpu/conv2d.py". One stem names the whole operator: its
+    OpenCL twin is layers/opencl/<stem>.py, its kernels clkernels/<stem>.cl, its tests
+    tests/layers/test_<stem>.py.
+    """
+    return lookup(op_type, backend).__module__.replace(".", "/") + ".py"
+
+
+@contextlib.contextmanager
+def override(cls: type, *op_types: str, backend: str = "cpu") -> Iterator[type]:
+    """Inside the `with` block, `cls` is the layer for `op_types` on `backend`; then restore.
+
+    `@register` refuses a second class for a type on purpose (two files must not silently fight
+    over one operator); this is the deliberate, temporary way to swap one in: to try a new
+    version of a layer on a real model, or to test a course exercise through the real loading
+    path. With no `op_types`, the class's own `op_types` are used.
+    """
+    op_types = op_types or tuple(getattr(cls, "op_types", ()))
+    if not op_types:
+        raise ValueError(f"override({cls.__name__}) needs the PNNX operator types to replace")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend '{backend}', expected one of {BACKENDS}")
+    load_layers(backend)
+    table = _REGISTRY[backend]
+    saved = {t: table.get(t) for t in op_types}
+    table.update({t: cls for t in op_types})
+    try:
+        yield cls
+    finally:
+        for t, previous in saved.items():
+            if previous is None:
+                table.pop(t, None)
+            else:
+                table[t] = previous

@@ -66,8 +66,8 @@ def summarize(graph: RuntimeGraph) -> str:
     ins = ", ".join(str(p) for p in graph.inputs)
     outs = ", ".join(str(p) for p in graph.outputs)
     lines += ["", f"inputs:  {ins}", f"outputs: {outs}",
-              f"{len(rows)} operators, {total_p:,} parameters ({human(weight_bytes)}B of "
-              f"weights), {human(total_f)} FLOPs per inference (backend: {graph.backend})"]
+              (f"{len(rows)} operators, {total_p:,} parameters ({human(weight_bytes)}B of "
+               f"weights), {human(total_f)} FLOPs per inference (backend: {graph.backend})")]
     if rows:
         lines.append(f"by type: {type_breakdown(rows)}")
     if graph.fallbacks:

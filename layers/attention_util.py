@@ -19,8 +19,8 @@ then one that calls a lone 2-D mask `attn_mask` (the only case shapes cannot set
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -63,10 +63,8 @@ def _fits(roles: MHARoles, shapes, dtypes, dims: MHADims) -> bool:
         m = tuple(shapes[roles.attn_mask])
         if m not in ((length, source), (n * dims.num_heads, length, source)):
             return False
-    if roles.key_padding_mask is not None:
-        if tuple(shapes[roles.key_padding_mask]) != (n, source):
-            return False
-    return True
+    padding = roles.key_padding_mask
+    return padding is None or tuple(shapes[padding]) == (n, source)
 
 
 def _canonical(assignment: Sequence[str], dtypes) -> bool:

@@ -21,8 +21,8 @@ each spatial axis contributes one kernel axis and one output axis.
 
 Layout choice: we keep the batch (and group) axes *outside*, `cols (N, G, K, P)`, so that
 `W (G, Cout/G, K) @ cols` gives `(N, G, Cout/G, P)`, which is already NCHW memory order: no
-transpose after the GEMM. For a 1x1 kernel with stride 1 and no padding the input itself is
-the column matrix and im2col is skipped.
+transpose after the GEMM. For a 1x1 kernel with stride 1 the (padded) input itself is the
+column matrix, and the layer skips im2col.
 
 The transposed convolution runs the other way (`col2im`): GEMM first, giving one column per input
 pixel, then every column is *added* into the output at its kernel offsets. See `col2im_add`.
@@ -138,20 +138,28 @@ def workspace(name: str, shape: Sequence[int], dtype=np.float32) -> np.ndarray:
 
 
 def im2col(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
-           dilation: Sequence[int], out_size: Sequence[int], groups: int = 1) -> np.ndarray:
-    """Column matrix (N, G, C/G*prod(kernel), prod(out)) of a padded input, in the workspace.
+           dilation: Sequence[int], out_size: Sequence[int], groups: int = 1,
+           ones_row: bool = False) -> np.ndarray:
+    """Column matrix (N, G, C/G*prod(kernel) [+1], prod(out)) of a padded input: one copy.
 
-    One strided copy. A 1x1 kernel with stride 1 skips the copy: the input already is `cols`.
+    `ones_row` appends a row of ones to each group's matrix. With the bias appended to the
+    weight as one more column, `[W | b] @ [cols; 1] = W @ cols + b`: the GEMM adds the bias
+    for free instead of a separate pass over the output.
+    The result lives in the workspace (see `workspace`).
     """
     n, c = x.shape[:2]
-    k = c // groups * int(np.prod(kernel))
+    cin_g = c // groups
+    k = cin_g * int(np.prod(kernel))
     p = int(np.prod(out_size))
-    if all(kk == 1 for kk in kernel) and all(s == 1 for s in stride) and x.flags.c_contiguous:
-        return x.reshape(n, groups, k, p)
+    cols = workspace("cols", (n, groups, k + ones_row, p), x.dtype)
+    # The dense (c, i, j) rows of each group, seen with the view's axes (splitting axes of an
+    # array never needs a copy, even for a slice like this one).
+    dense = cols[:, :, :k].reshape(n, groups, cin_g, *kernel, *out_size)
     view = windows(x, kernel, stride, dilation, out_size)
-    cols = workspace("cols", (n, c, *kernel, *out_size), x.dtype)
-    np.copyto(cols, view)
-    return cols.reshape(n, groups, k, p)
+    np.copyto(dense, view.reshape(n, groups, cin_g, *kernel, *out_size))
+    if ones_row:
+        cols[:, :, k] = 1.0
+    return cols
 
 
 def col2im_add(cols: np.ndarray, out: np.ndarray, stride: Sequence[int],

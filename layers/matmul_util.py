@@ -13,12 +13,14 @@ Two ideas carry all of it:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from kuiper.opencl.layer import Launch, round_up
+from layers.tensor_util import keep_alive
 
 TILE = 16  # must match TS in clkernels/matmul.cl (passed as -DTS)
 
@@ -96,15 +98,6 @@ def explicit(array: Any, offsets: Sequence[int], row: int, col: int) -> Strided:
 
 def transposed(view: Strided) -> Strided:
     return Strided(view.array, view.offsets, view.col, view.row)
-
-
-def keep_alive(layer, arrays: Sequence[Any]) -> None:
-    """Hold device arrays bound as kernel arguments for as long as the layer lives.
-
-    clSetKernelArg does not take a reference: a table that Python garbage-collects after bind
-    would leave the kernel reading freed memory.
-    """
-    layer.__dict__.setdefault("bound_arrays", []).extend(arrays)
 
 
 def gemm_launch(layer, m: int, n: int, k: int, a: Strided, b: Strided, c: Strided,

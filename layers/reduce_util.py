@@ -12,7 +12,7 @@ kernel handles "reduce dim 1 of NCHW", "reduce (0, 2)" and "reduce everything" a
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -2,6 +2,7 @@
 
 - `cl_type`: the OpenCL C name of a NumPy dtype, so one kernel source is built per dtype with
   `-DT=float`, `-DT=long` ... instead of being written once per type.
+- `keep_alive`: device arrays bound as kernel arguments must outlive the kernel.
 - `broadcast_strides`: NumPy broadcasting expressed as element strides, with stride 0 along the
   dims an operand is repeated over; a kernel then finds each operand's element by decomposing
   the output index once (see clkernels/where_compare.cl).
@@ -9,7 +10,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,3 +39,12 @@ def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> list[in
         strides[i] = 0 if padded[i] == 1 and out_shape[i] != 1 else step
         step *= padded[i]
     return strides
+
+
+def keep_alive(layer, arrays: Sequence[Any]) -> None:
+    """Hold device arrays bound as kernel arguments for as long as the layer lives.
+
+    clSetKernelArg does not take a reference: a table that Python garbage-collects after bind
+    would leave the kernel reading freed memory.
+    """
+    layer.__dict__.setdefault("bound_arrays", []).extend(arrays)

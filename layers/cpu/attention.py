@@ -18,8 +18,13 @@ import numpy as np
 
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.attention_util import (MHADims, MHARoles, mha_output_shapes, resolve_inputs,
-                                   softmax_last)
+from layers.attention_util import (
+    MHADims,
+    MHARoles,
+    mha_output_shapes,
+    resolve_inputs,
+    softmax_last,
+)
 from layers.base import Layer
 from parser.values import DTYPES
 

@@ -112,11 +112,17 @@ class ConvNd(Layer):
 
     def gemm_weights(self, w: np.ndarray, b: np.ndarray | None
                      ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The weight as the GEMM's left operand (G, Cout/G, Cin/G*prod(k)): a free reshape of
-        PyTorch's (Cout, Cin/G, *k) layout, done once in from_operator for module weights."""
+        """The GEMM's left operand `[W | b]`, (G, Cout/G, Cin/G*prod(k) [+1]).
+
+        W is a free reshape of PyTorch's (Cout, Cin/G, *k) layout; the bias, if any, becomes one
+        more column (see im2col's `ones_row`). Made once in from_operator for module weights.
+        """
         g = self.groups
-        wmat = np.ascontiguousarray(w, dtype=np.float32).reshape(g, w.shape[0] // g, -1)
-        return wmat, None if b is None else np.ascontiguousarray(b, dtype=np.float32)
+        wmat = np.asarray(w, dtype=np.float32).reshape(g, w.shape[0] // g, -1)
+        if b is not None:
+            b = np.ascontiguousarray(b, dtype=np.float32)
+            wmat = np.concatenate([wmat, b.reshape(g, -1, 1)], axis=2)
+        return np.ascontiguousarray(wmat), b
 
     # --- shapes ---------------------------------------------------------------------------------
     def weight_of(self, inputs) -> tuple[int, ...]:
@@ -164,6 +170,14 @@ class ConvNd(Layer):
         return ConvGeometry(batched, n, c, size, cout, cin_g, tuple(kernel), tuple(pads),
                             tuple(out))
 
+    def call_geometry(self, inputs) -> ConvGeometry:
+        """geometry() of a forward call, kept for the last shapes seen (it costs more Python
+        time than a small convolution's arithmetic)."""
+        key = (inputs[0].shape, self.weight_of(inputs))
+        if getattr(self, "_geo_key", None) != key:
+            self._geo, self._geo_key = self.geometry(*key), key
+        return self._geo
+
     def infer(self, inputs):
         self.expect_inputs(inputs, 1, 2, 3)
         geo = self.geometry(inputs[0].shape, self.weight_of(inputs))
@@ -179,39 +193,50 @@ class ConvNd(Layer):
     # --- compute --------------------------------------------------------------------------------
     def forward(self, inputs):
         x = inputs[0]
-        geo = self.geometry(x.shape, self.weight_of(inputs))
+        geo = self.call_geometry(inputs)
         if self.weight is None:  # F.convNd: the weight arrives as an input, reshape it per call
             wmat, bias = self.gemm_weights(inputs[1], inputs[2] if len(inputs) > 2 else None)
         else:
             wmat, bias = self.wmat, self.bvec
         x = np.asarray(x, dtype=np.float32).reshape(geo.n, geo.c, *geo.size)
         xp = im2col.pad_input(x, geo.pads, self.padding_mode)
-        g = self.groups
+        g, k = self.groups, geo.cin_g * int(np.prod(geo.kernel))
         if geo.cin_g == 1 and g > 1:
-            y = self._depthwise(xp, wmat, geo)
+            y = self._depthwise(xp, wmat[..., :k], bias, geo)
+        elif all(kk == 1 for kk in geo.kernel) and all(s == 1 for s in self.stride):
+            # pointwise: the (padded) input already is the column matrix, no copy at all
+            cols = np.ascontiguousarray(xp).reshape(geo.n, g, k, -1)
+            y = gemm(wmat[..., :k], cols).reshape(geo.n, geo.cout, -1)
+            if bias is not None:
+                y += bias[:, None]
         else:
-            cols = im2col.im2col(xp, geo.kernel, self.stride, self.dilation, geo.out, g)
-            if g == 1:  # (Cout, K) @ (N, K, P) -> (N, Cout, P)
-                y = np.matmul(wmat[0], cols[:, 0])
-            else:       # (G, Cout/G, K) @ (N, G, K, P) -> (N, G, Cout/G, P)
-                y = np.matmul(wmat, cols)
-        y = y.reshape(geo.n, geo.cout, -1)
-        if bias is not None:
-            y += bias[:, None]
+            cols = im2col.im2col(xp, geo.kernel, self.stride, self.dilation, geo.out, g,
+                                 ones_row=bias is not None)
+            y = gemm(wmat, cols)  # [W | b] @ [cols; 1]: the bias comes with the product
         return [y.reshape(geo.out_shape)]
 
-    def _depthwise(self, xp: np.ndarray, w: np.ndarray, geo: ConvGeometry) -> np.ndarray:
+    def _depthwise(self, xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+                   geo: ConvGeometry) -> np.ndarray:
         """One input channel per group: sum over kernel offsets of weight * shifted input."""
         view = im2col.windows(xp, geo.kernel, self.stride, self.dilation, geo.out)
         g, m = w.shape[:2]  # w: (G, M, prod(k)), M = output channels per group
-        y = np.zeros((geo.n, g, m, *geo.out), np.float32)
-        tmp = np.empty_like(y)
         spatial = (None,) * len(geo.out)
+        y = np.zeros((geo.n, g, m, *geo.out), np.float32)
+        if bias is not None:
+            y += bias.reshape(g, m, *(1,) * len(geo.out))
+        tmp = np.empty_like(y)
         for k, offset in enumerate(np.ndindex(*geo.kernel)):
             shifted = view[(slice(None), slice(None), *offset)][:, :, None]  # (N, G, 1, *out)
             np.multiply(shifted, w[(None, slice(None), slice(None), k, *spatial)], out=tmp)
             y += tmp
         return y
+
+
+def gemm(w: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(G, M, K) @ (N, G, K, P) -> (N, G, M, P): one BLAS call per (image, group)."""
+    if w.shape[0] == 1:  # no groups: (M, K) @ (N, K, P), the weight broadcast over images
+        return np.matmul(w[0], cols[:, 0])
+    return np.matmul(w, cols)
 
 
 @register("nn.Conv2d", "F.conv2d", backend="cpu")

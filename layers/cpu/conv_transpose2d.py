@@ -81,7 +81,7 @@ class ConvTransposeNd(ConvNd):
 
     def forward(self, inputs):
         x = inputs[0]
-        geo = self.geometry(x.shape, self.weight_of(inputs))
+        geo = self.call_geometry(inputs)
         if self.weight is None:
             wmat, bias = self.gemm_weights(inputs[1], inputs[2] if len(inputs) > 2 else None)
         else:

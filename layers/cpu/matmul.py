@@ -7,6 +7,8 @@ that a model that relies on their stricter rules fails loudly rather than silent
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from kuiper.registry import register
@@ -17,8 +19,9 @@ from layers.matmul_util import MatmulShapes, matmul_shapes
 
 @register("torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", backend="cpu")
 class Matmul(Layer):
-    # (rank of a, rank of b) the strict variants accept; None = any (torch.matmul).
-    STRICT_RANKS = {"torch.mm": 2, "torch.addmm": 2, "torch.bmm": 3, "torch.baddbmm": 3}
+    # The rank both operands must have in the strict variants (torch.matmul accepts any).
+    STRICT_RANKS: ClassVar[dict[str, int]] = {"torch.mm": 2, "torch.addmm": 2, "torch.bmm": 3,
+                                              "torch.baddbmm": 3}
 
     @classmethod
     def from_operator(cls, op):

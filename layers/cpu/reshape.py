@@ -106,8 +106,26 @@ class Flatten(ViewLayer):
         if start > end:
             raise self.op.error(f"start_dim={self.start_dim} comes after end_dim="
                                 f"{self.end_dim} for a {len(shape)}-D input")
-        merged = int(np.prod(shape[start:end + 1], dtype=np.int64))
-        return shape[:start] + (merged,) + shape[end + 1:]
+        return flatten_shape(shape, start, end)
+
+
+def flatten_shape(shape: tuple[int, ...], start_dim: int = 0, end_dim: int = -1
+                  ) -> tuple[int, ...]:
+    """torch.flatten's output shape: dims start_dim..end_dim (inclusive) merged into one.
+
+    No element moves: in a row-major (C-contiguous) tensor, element (n, c, h, w) sits at
+    ((n*C + c)*H + h)*W + w whether we call its shape (N, C, H, W) or (N, C*H*W). That is why
+    flatten is a free reshape on the CPU and a view of the same buffer on OpenCL.
+    """
+    shape = tuple(int(d) for d in shape)
+    rank = max(len(shape), 1)  # a 0-D tensor flattens like a 1-D tensor of one element
+    start, end = start_dim % rank, end_dim % rank
+    if not (-rank <= start_dim < rank and -rank <= end_dim < rank) or start > end:
+        raise ValueError(f"cannot flatten dims {start_dim}..{end_dim} of shape {shape}")
+    if not shape:
+        return (1,)
+    merged = int(np.prod(shape[start:end + 1], dtype=np.int64))
+    return shape[:start] + (merged,) + shape[end + 1:]
 
 
 @register("torch.squeeze", "Tensor.squeeze", backend="cpu")

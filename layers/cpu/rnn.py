@@ -105,7 +105,7 @@ class RNN(Layer):
         x = inputs[0]
         unbatched = x.ndim == 2
         seq = x[:, None] if unbatched else (np.swapaxes(x, 0, 1) if self.batch_first else x)
-        t_len, n = seq.shape[:2]
+        n = seq.shape[1]
         states = self.num_layers * self.directions
         h0 = inputs[1].reshape(states, n, -1) if len(inputs) > 1 else \
             np.zeros((states, n, self.out_size), np.float32)

@@ -15,9 +15,16 @@ import numpy as np
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 from layers.cpu import attention
-from layers.matmul_util import (Strided, explicit, gemm_launch, keep_alive, strided,
-                                strided_index, transposed)
+from layers.matmul_util import (
+    Strided,
+    explicit,
+    gemm_launch,
+    strided,
+    strided_index,
+    transposed,
+)
 from layers.reduce_util import work_group_size
+from layers.tensor_util import keep_alive
 
 ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax
 
@@ -62,6 +69,7 @@ class _AttentionLaunches(OpenCLLayer):
 @register("F.scaled_dot_product_attention", backend="opencl")
 class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAttention):
     def bind(self, inputs, outputs, in_specs, out_specs):
+        self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         q, k, v = (s.shape for s in in_specs[:3])
         batch, length, source = self.batch, self.length, self.source
         self.launches = []
@@ -96,6 +104,7 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
 @register("nn.MultiheadAttention", backend="opencl")
 class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
     def bind(self, inputs, outputs, in_specs, out_specs):
+        self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         r, d = self.roles, self.dims
         n, length, source, heads = self.n, self.length, self.source, d.num_heads
         e = d.embed_dim

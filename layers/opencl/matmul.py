@@ -14,6 +14,7 @@ from layers.matmul_util import gemm_launch, strided
           backend="opencl")
 class Matmul(OpenCLLayer, matmul.Matmul):
     def bind(self, inputs, outputs, in_specs, out_specs):
+        self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         if any(s.dtype != np.float32 for s in in_specs):
             raise self.op.error("the OpenCL matmul computes in float32, got inputs "
                                 f"{', '.join(s.dtype.name for s in in_specs)}")

@@ -7,9 +7,8 @@ import numpy as np
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 from layers.cpu import reduce
-from layers.matmul_util import keep_alive
 from layers.reduce_util import reduction_tables, work_group_size
-from layers.tensor_util import cl_type
+from layers.tensor_util import cl_type, keep_alive
 
 MODES = {"sum": "MODE_SUM", "mean": "MODE_MEAN", "prod": "MODE_PROD", "amax": "MODE_MAX",
          "max": "MODE_MAX", "argmax": "MODE_MAX", "amin": "MODE_MIN", "min": "MODE_MIN",
@@ -23,6 +22,7 @@ P_KINDS = {2.0: "P_TWO", 1.0: "P_ONE", np.inf: "P_INF", -np.inf: "P_NINF", 0.0: 
           "torch.std", "torch.norm", backend="opencl")
 class Reduce(OpenCLLayer, reduce.Reduce):
     def bind(self, inputs, outputs, in_specs, out_specs):
+        self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         x = in_specs[0]
         base, inner, contiguous = reduction_tables(x.shape, self.axes)
         n_out, n = len(base), len(inner)
@@ -36,7 +36,8 @@ class Reduce(OpenCLLayer, reduce.Reduce):
         acc = "long" if t != "float" and self.kind in ("sum", "prod") else t
         wg = work_group_size(n)
         options = [f"-DMODE={MODES[self.kind]}", f"-DT={t}", f"-DACC={acc}", f"-DOUT={out_t}",
-                   f"-DWG={wg}", f"-DACC_IS_INT={int(acc != 'float')}", f"-DCONTIG={int(contiguous)}",
+                   f"-DWG={wg}", f"-DACC_IS_INT={int(acc != 'float')}",
+                   f"-DCONTIG={int(contiguous)}",
                    f"-DPKIND={P_KINDS.get(self.p, 'P_ANY')}",
                    f"-DWANT_VALUES={int('values' in self.outputs)}",
                    f"-DWANT_INDICES={int('indices' in self.outputs)}"]

@@ -13,7 +13,8 @@ import numpy as np
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 from layers.cpu import rnn
-from layers.matmul_util import explicit, gemm_launch, keep_alive
+from layers.matmul_util import explicit, gemm_launch
+from layers.tensor_util import keep_alive
 
 CELLS = {"lstm": "CELL_LSTM", "gru": "CELL_GRU"}
 
@@ -31,6 +32,7 @@ class RNN(OpenCLLayer, rnn.RNN):
         return array
 
     def bind(self, inputs, outputs, in_specs, out_specs):
+        self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         x = in_specs[0].shape
         self.launches = []
         t_len = x[0] if len(x) == 2 else (x[1] if self.batch_first else x[0])

@@ -7,8 +7,7 @@ import numpy as np
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 from layers.cpu import where_compare
-from layers.matmul_util import keep_alive
-from layers.tensor_util import broadcast_strides, cl_type
+from layers.tensor_util import broadcast_strides, cl_type, keep_alive
 
 CMP = {"torch.gt": "CMP_GT", "torch.lt": "CMP_LT", "torch.ge": "CMP_GE", "torch.le": "CMP_LE",
        "torch.eq": "CMP_EQ", "torch.ne": "CMP_NE"}
@@ -17,6 +16,7 @@ CMP = {"torch.gt": "CMP_GT", "torch.lt": "CMP_LT", "torch.ge": "CMP_GE", "torch.
 @register("torch.where", "Tensor.masked_fill", *where_compare.COMPARE, backend="opencl")
 class WhereCompare(OpenCLLayer, where_compare.WhereCompare):
     def bind(self, inputs, outputs, in_specs, out_specs):
+        self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         out = out_specs[0]
         self.launches = []
         if out.numel == 0:

@@ -221,6 +221,9 @@ EXPORTS = {
                   {"batch_first": True}, [(N, L, E), (L, L), (N, L)]),
     "both_float": (lambda m, x, a, p: m(x, x, x, attn_mask=a, key_padding_mask=p),
                    {"batch_first": True}, [(N, L, E), (L, L), (N, L)]),
+    # batch == target length: a lone 2-D mask could be either mask; it is taken as attn_mask
+    "square_batch_attn_mask": (lambda m, x, a: m(x, x, x, attn_mask=a)[0], {"batch_first": True},
+                               [(L, L, E), (L, L)]),
     "cross_3d_mask_bool_padding": (
         lambda m, q, k, v, a, p: m(q, k, v, attn_mask=a, key_padding_mask=p > 0.7),
         {"batch_first": True}, [(N, L, E), (N, S, E), (N, S, E), (N * HEADS, L, S), (N, S)]),
@@ -240,6 +243,21 @@ def test_mha_from_pnnx_exports(backend, rng, export_model, name):
     assert len(outputs) == len(expected)
     for actual, ref in zip(outputs, expected):
         assert_close(actual, ref.numpy())
+
+
+def test_mha_export_runs_at_other_sizes(backend, rng, export_model):
+    call, kwargs, shapes = EXPORTS["both_bool"]
+    module = MHACall(call, **kwargs).eval()
+    inputs = [rng.random(s).astype(np.float32) for s in shapes]
+    graph = kuiper.load(export_model("attention_mha_both_bool", module, [T(x) for x in inputs]),
+                        backend=backend)
+    for n, length in [(N, L), (3, 8)]:
+        inputs = [rng.random(s).astype(np.float32)
+                  for s in [(n, length, E), (length, length), (n, length)]]
+        with torch.no_grad():
+            expected = module(*[T(x) for x in inputs])
+        for actual, ref in zip(graph.forward(*inputs), expected):
+            assert_close(actual, ref.numpy())
 
 
 def test_mha_bad_params_raise(rng):

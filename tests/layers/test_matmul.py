@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import kuiper
 from kuiper import OperatorError
 from kuiper.testing import assert_close, run_operator
 
@@ -81,7 +82,6 @@ def test_matmul_from_pnnx_export(backend, rng, export_model):
 
     x = rand(rng, (2, 3, 4, 5))
     path = export_model("matmul_scores", AttentionScores(), [T(x)])
-    import kuiper
     (y,) = kuiper.load(path, backend=backend).forward(x)
     assert_close(y, torch.matmul(T(x), T(x).transpose(-1, -2)).numpy())
 
@@ -106,3 +106,13 @@ def test_addmm_bad_alpha_raises(rng):
     with pytest.raises(OperatorError, match="alpha"):
         run_operator("torch.addmm", [rand(rng, (6,)), rand(rng, (4, 5)), rand(rng, (5, 6))],
                      params={"alpha": "big"})
+
+
+def test_new_input_sizes_rebind(backend, rng, tmp_path):
+    from kuiper.testing import write_operator_model
+    a, b = rand(rng, (2, 3, 4, 5)), rand(rng, (2, 3, 5, 6))
+    graph = kuiper.load(write_operator_model(tmp_path, "torch.matmul", [a, b]), backend=backend)
+    for a_shape, b_shape in [((2, 3, 4, 5), (2, 3, 5, 6)), ((1, 3, 19, 7), (1, 3, 7, 2))]:
+        a, b = rand(rng, a_shape), rand(rng, b_shape)
+        (y,) = graph.forward(a, b)
+        assert_close(y, torch.matmul(T(a), T(b)).numpy())

@@ -50,7 +50,9 @@ def test_onnx_route_naming(cnn):
     assert {"F.relu", "F.hardswish", "F.leaky_relu", "F.softmax", "F.max_pool2d"} <= set(types)
     assert re.search(r"^pnnx\.Input\s+in0\s", param.read_text(), re.MULTILINE)
     graph = kuiper.load(param)
-    assert [p.name for p in graph.inputs] == ["0"] or graph.inputs[0].shape == (1, 3, 32, 32)
+    assert [op.name for op in graph.input_ops] == ["in0"]
+    assert graph.inputs[0].shape == (1, 3, 32, 32)
+    assert [op.name for op in graph.operators if op.type == "pnnx.Output"] == ["out0", "out1"]
     assert [p.shape for p in graph.outputs] == [(1, 7), (1, 7)]
 
 

@@ -319,7 +319,7 @@ def test_bad_counts_line(tmp_path, counts):
 
 def test_fewer_operator_lines_than_declared(tmp_path):
     path = write_param(tmp_path, GOOD[:2], counts="3 2")  # truncated: pnnx.Output is gone
-    expect_format_error(path, "declares 3 operators", "has 2", "truncated")
+    expect_format_error(path, "line 4", "declares 3 operators", "has 2", "truncated")
 
 
 def test_more_operator_lines_than_declared(tmp_path):
@@ -420,3 +420,51 @@ def test_parsed_values_survive_the_runtime_graph(tmp_path):
     with pytest.raises(kuiper.OperatorError, match=r"'missing' is missing"):
         op.param("missing")
     assert np.isclose(op.float_param("f3"), 0.353553385)
+
+
+FUZZ_BASE = [
+    "pnnx.Input pnnx_input_0 0 1 0 #0=(1,3,4,4)f32",
+    "nn.Conv2d conv 1 1 0 1 bias=True dilation=(1,1) groups=1 in_channels=3 kernel_size=(3,3) "
+    "out_channels=2 padding=(1,1) padding_mode=zeros stride=(1,1) @bias=(2)f32 "
+    "@weight=(2,3,3,3)f32 #0=(1,3,4,4)f32 #1=(1,2,4,4)f32",
+    "nn.ReLU relu 1 1 1 2 #1=(1,2,4,4)f32 #2=(1,2,4,4)f32",
+    "torch.cat cat 2 1 2 2 3 dim=1 #2=(1,2,4,4)f32 #2=(1,2,4,4)f32 #3=(1,4,4,4)f32",
+    "pnnx.Output pnnx_output_0 1 0 3"]
+
+
+def test_mutated_files_fail_cleanly(tmp_path):
+    """Seeded random edits of a valid model (characters dropped, inserted, duplicated): loading
+    and running must either work or raise a KuiperError -- never IndexError, KeyError, ..."""
+    import random
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "model.pnnx.bin", "w") as z:
+        z.writestr("conv.bias", np.zeros(2, np.float32).tobytes())
+        z.writestr("conv.weight", np.zeros((2, 3, 3, 3), np.float32).tobytes())
+    good = "\n".join([MAGIC, "5 4", *FUZZ_BASE])
+    alphabet = "()[],=#@$?-.0123456789 abcfi\n"
+    rnd = random.Random(0)
+    outcomes: dict[str, int] = {}
+    for _ in range(300):
+        text = good
+        for _ in range(rnd.randint(1, 3)):
+            k, roll = rnd.randrange(len(text)), rnd.random()
+            if roll < 0.4:
+                text = text[:k] + text[k + 1:]
+            elif roll < 0.8:
+                text = text[:k] + rnd.choice(alphabet) + text[k:]
+            else:
+                j = rnd.randrange(len(text))
+                text = text[:k] + text[j:j + 5] + text[k:]
+        path = tmp_path / "model.pnnx.param"
+        path.write_text(text)
+        try:
+            kuiper.load(path)(np.zeros((1, 3, 4, 4), np.float32))
+            outcome = "ok"
+        except kuiper.KuiperError as e:
+            outcome = type(e).__name__
+        except Exception as e:  # noqa: BLE001 - this is what the test is looking for
+            raise AssertionError(f"{type(e).__name__}: {e}\nfor the file:\n{text}") from e
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    # the edits must exercise both the parser errors and the files that still load
+    assert outcomes.get("ModelFormatError", 0) > 50 and outcomes.get("ok", 0) > 10, outcomes

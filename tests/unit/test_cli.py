@@ -31,7 +31,7 @@ def kuiper_cli(*args: str, env: dict | None = None, code: str | None = None
     full_env = dict(os.environ, **(env or {}))
     full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), full_env.get("PYTHONPATH", "")])
     return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
 
 
 def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:

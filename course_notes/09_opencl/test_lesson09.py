@@ -1,0 +1,63 @@
+"""Lesson 9: build, launch and check a ReLU kernel with pyopencl."""
+
+import numpy as np
+import pytest
+
+from kuiper.course import check_array, implementation, require_opencl
+from kuiper.opencl.layer import round_up
+
+REFERENCE = {"relu_source": "clkernels/relu.cl"}
+ex = implementation(__file__, REFERENCE)
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    require_opencl()
+    from kuiper.opencl.runtime import OpenCLRuntime
+
+    return OpenCLRuntime()
+
+
+@pytest.fixture(scope="module")
+def program(runtime):
+    # KernelBuildError, if it does not compile, carries the compiler's log
+    return runtime.build_source(ex.relu_source(), [], "relu_source() of lesson 9")
+
+
+@pytest.mark.parametrize("n", [1, 13, 64, 1000, 4097])
+def test_relu_kernel(runtime, program, n):
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    queue = runtime.queue
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    spare = 64  # a margin after y, filled with a marker that no work-item may overwrite
+    x_dev = cla.to_device(queue, x)
+    y_dev = cla.to_device(queue, np.full(n + spare, 7.0, np.float32))
+    kernel = cl.Kernel(program, "relu")
+    kernel.set_args(x_dev.data, y_dev.data, np.int32(n))
+    cl.enqueue_nd_range_kernel(queue, kernel, (round_up(n, 64),), None)
+    y = y_dev.get(queue)
+    check_array(y[:n], np.maximum(x, 0), f"relu of {n} elements")
+    check_array(y[n:], np.full(spare, 7.0, np.float32),
+                f"y after element {n} (work-items with i >= n must not write)")
+
+
+def test_relu_kernel_inside_a_model(runtime, program, monkeypatch):
+    """Your kernel, bound by the real ReLU layer, running the demo model on OpenCL."""
+    import kuiper
+    from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.opencl.runtime import OpenCLRuntime
+
+    original = OpenCLRuntime.program
+
+    def program_with_yours(self, stem, options=()):
+        if stem == "relu":
+            return self.build_source(ex.relu_source(), list(options), "relu_source()")
+        return original(self, stem, options)
+
+    monkeypatch.setattr(OpenCLRuntime, "program", program_with_yours)
+    images = np.load(DIGITS_TEST)["images"][:16]
+    cpu = kuiper.load(DIGITS_PARAM, input_shapes=[images.shape])(images)
+    gpu = kuiper.load(DIGITS_PARAM, backend="opencl", input_shapes=[images.shape])(images)
+    check_array(gpu, cpu, "demo model logits on OpenCL with your relu", rtol=1e-4)

@@ -1,0 +1,87 @@
+"""Lesson 10: a max-pooling kernel against PyTorch, then inside the real OpenCL layer."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kuiper.course import check_array, implementation, require_opencl
+from kuiper.opencl.layer import round_up
+from layers.pool_util import Window, window_params
+
+REFERENCE = {"maxpool_source": "clkernels/maxpool.cl"}
+ex = implementation(__file__, REFERENCE)
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    require_opencl()
+    from kuiper.opencl.runtime import OpenCLRuntime
+
+    return OpenCLRuntime()
+
+
+@pytest.fixture(scope="module")
+def program(runtime):
+    return runtime.build_source(ex.maxpool_source(), [], "maxpool_source() of lesson 10")
+
+
+# (kernel, stride, padding, dilation, ceil_mode) as (h, w) pairs
+CONFIGS = [
+    ((2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), (1, 1), False),
+    ((3, 3), (1, 1), (1, 1), (1, 1), False),
+    ((3, 2), (2, 1), (1, 0), (1, 1), False),
+    ((3, 3), (1, 1), (1, 1), (2, 2), False),
+    ((3, 3), (2, 2), (0, 1), (1, 1), True),
+    ((2, 2), (3, 3), (1, 1), (2, 1), True),
+    ((5, 5), (1, 1), (2, 2), (1, 1), False),
+]
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation, ceil_mode", CONFIGS)
+def test_maxpool_kernel_matches_torch(runtime, program, kernel, stride, padding, dilation,
+                                      ceil_mode):
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    n_, c, h, w = 2, 5, 11, 9
+    x = np.random.default_rng(10).standard_normal((n_, c, h, w)).astype(np.float32)
+    windows = tuple(Window(k, s, p, d, ceil_mode)
+                    for k, s, p, d in zip(kernel, stride, padding, dilation))
+    oh, ow = windows[0].out_size(h), windows[1].out_size(w)
+    n = n_ * c * oh * ow
+    queue = runtime.queue
+    x_dev = cla.to_device(queue, x)
+    y_dev = cla.to_device(queue, np.full(n + 64, 7.0, np.float32))  # + a margin to keep
+    k = cl.Kernel(program, "maxpool")
+    k.set_args(x_dev.data, y_dev.data, *(np.int32(v) for v in (n, h, w, oh, ow)),
+               *window_params(windows))
+    cl.enqueue_nd_range_kernel(queue, k, (round_up(n, 64),), None)
+    y = y_dev.get(queue)
+    expected = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding, dilation,
+                            ceil_mode=ceil_mode).numpy()
+    check_array(y[:n].reshape(expected.shape), expected,
+                f"max pool (kernel {kernel}, stride {stride}, padding {padding}, dilation "
+                f"{dilation}, ceil_mode {ceil_mode})", exact=True)
+    check_array(y[n:], np.full(64, 7.0, np.float32), "y past the last output (must not write)")
+
+
+def test_maxpool_kernel_inside_the_real_layer(runtime, program, monkeypatch):
+    """layers/opencl/maxpool.py binds YOUR kernel; the demo model must still be right."""
+    import kuiper
+    from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.opencl.runtime import OpenCLRuntime
+
+    original = OpenCLRuntime.program
+
+    def program_with_yours(self, stem, options=()):
+        if stem == "maxpool" and not options:
+            return self.build_source(ex.maxpool_source(), [], "maxpool_source()")
+        return original(self, stem, options)
+
+    monkeypatch.setattr(OpenCLRuntime, "program", program_with_yours)
+    images = np.load(DIGITS_TEST)["images"][:16]
+    cpu = kuiper.load(DIGITS_PARAM, input_shapes=[images.shape])(images)
+    gpu = kuiper.load(DIGITS_PARAM, backend="opencl", input_shapes=[images.shape])(images)
+    check_array(gpu, cpu, "demo model logits on OpenCL with your maxpool", rtol=1e-4)
