@@ -31,7 +31,9 @@ import numpy as np
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError
 
-REFERENCES = ("torch", "onnxruntime")
+# torch-cuda: fp32 with TF32 off everywhere (the like-for-like fp32 comparison);
+# torch-cuda-default: PyTorch's defaults (cuDNN convolutions may use TF32 tensor cores).
+REFERENCES = ("torch", "onnxruntime", "torch-cuda", "torch-cuda-default")
 PROFILE_RUNS = 5
 
 
@@ -184,6 +186,37 @@ def bench_torch(path: str, inputs: list[np.ndarray], args: dict, advance) -> Col
     return column
 
 
+def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict, advance,
+                     tf32: bool | None = None) -> Column:
+    """PyTorch eager on the GPU; `tf32=False` forces true fp32, None keeps PyTorch's defaults.
+    Each timed run ends with a synchronize, so the time is the whole inference."""
+    import torch
+
+    from kuiper.reference import load_torch_reference
+
+    if not torch.cuda.is_available():
+        raise KuiperError("PyTorch sees no CUDA device")
+    if tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    mode = "fp32, TF32 off" if tf32 is False else "defaults"
+    model = load_torch_reference(path).cuda()
+    tensors = [torch.from_numpy(x).cuda() for x in inputs]
+    column = Column(f"torch {torch.__version__} cuda ({mode})")
+    with torch.inference_mode():
+        out = model(*tensors)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    column.outputs = [o.float().cpu().numpy() for o in outs if isinstance(o, torch.Tensor)]
+
+    def run():
+        with torch.inference_mode():
+            model(*tensors)
+        torch.cuda.synchronize()
+
+    timed(column, run, args["warmup"], args["repeat"], advance)
+    return column
+
+
 def plain_onnx_path(param_path: str) -> Path:
     """`model.onnx` beside `model.pnnx.param`: there when the model came through ONNX.
 
@@ -302,7 +335,9 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
     jobs: list[tuple[str, Callable]] = []
     for b in backends:
         jobs.append((f"kuiper {b}", lambda adv, b=b: bench_kuiper(path, b, inputs, args, adv)))
-    runners = {"torch": bench_torch, "onnxruntime": bench_onnxruntime}
+    runners = {"torch": bench_torch, "onnxruntime": bench_onnxruntime,
+               "torch-cuda": lambda *a: bench_torch_cuda(*a, tf32=False),
+               "torch-cuda-default": lambda *a: bench_torch_cuda(*a, tf32=None)}
     for ref in against:
         jobs.append((ref, lambda adv, ref=ref: runners[ref](path, inputs, args, adv)))
 

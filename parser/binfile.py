@@ -38,7 +38,9 @@ class WeightArchive:
             size = os.fstat(self._file.fileno()).st_size
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
             self._zip = zipfile.ZipFile(self._file)
-        except zipfile.BadZipFile as e:
+        # A damaged central directory can also claim an unknown zip version
+        # (NotImplementedError) or hold impossible sizes/offsets (ValueError, EOFError).
+        except (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError) as e:
             self._file.close()
             raise ModelFormatError(f"not a zip archive ({e}); expected the .pnnx.bin pnnx wrote",
                                    self.path) from None

@@ -155,6 +155,52 @@ def test_not_a_zip(tmp_path, content):
     expect_error(path, "fc.weight", (2,), "f32", "not a zip archive", "pnnx")
 
 
+def test_unsupported_zip_version(tmp_path, rng):
+    good = write_zip(tmp_path / "good.bin", {"fc.weight": sample(rng, "f32", (8,)).tobytes()})
+    data = bytearray(good.read_bytes())
+    central = data.index(b"PK\x01\x02")
+    data[central + 6:central + 8] = (244).to_bytes(2, "little")  # "version needed: 24.4"
+    path = tmp_path / "m.pnnx.bin"
+    path.write_bytes(bytes(data))
+    expect_error(path, "fc.weight", (8,), "f32", "not a zip archive", "version")
+
+
+def test_corrupted_archives_fail_cleanly(tmp_path, rng):
+    """Seeded random byte edits, deletions and truncations of a valid archive: loading must work
+    (the damage missed everything that matters) or raise a ModelFormatError."""
+    import random
+
+    param = write_constant_model(tmp_path, "(4,5)f32", {})
+    good = write_zip(tmp_path / "good.bin", {"other.data": b"x" * 7,
+                                             "const.data": sample(rng, "f32", (4, 5)).tobytes()})
+    good_bytes = good.read_bytes()
+    rnd = random.Random(0)
+    outcomes: dict[str, int] = {}
+    for _ in range(300):
+        data = bytearray(good_bytes)
+        for _ in range(rnd.randint(1, 4)):
+            if not data:
+                break
+            k, roll = rnd.randrange(len(data)), rnd.random()
+            if roll < 0.5:
+                data[k] = rnd.randrange(256)
+            elif roll < 0.75:
+                del data[k]
+            else:
+                del data[k:]
+        (tmp_path / "c.pnnx.bin").write_bytes(bytes(data))
+        try:
+            kuiper.load(param)
+            outcome = "ok"
+        except kuiper.ModelFormatError as e:
+            assert "c.pnnx.bin" in str(e), str(e)
+            outcome = "error"
+        except Exception as e:
+            raise AssertionError(f"{type(e).__name__}: {e} for bytes {bytes(data)!r}") from e
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    assert outcomes.get("error", 0) > 100, outcomes
+
+
 def test_missing_bin_file(tmp_path):
     expect_error(tmp_path / "nothing.pnnx.bin", "fc.weight", (2,), "f32", "not found")
 

@@ -424,9 +424,9 @@ def test_parsed_values_survive_the_runtime_graph(tmp_path):
 
 FUZZ_BASE = [
     "pnnx.Input pnnx_input_0 0 1 0 #0=(1,3,4,4)f32",
-    "nn.Conv2d conv 1 1 0 1 bias=True dilation=(1,1) groups=1 in_channels=3 kernel_size=(3,3) "
+    ("nn.Conv2d conv 1 1 0 1 bias=True dilation=(1,1) groups=1 in_channels=3 kernel_size=(3,3) "
     "out_channels=2 padding=(1,1) padding_mode=zeros stride=(1,1) @bias=(2)f32 "
-    "@weight=(2,3,3,3)f32 #0=(1,3,4,4)f32 #1=(1,2,4,4)f32",
+    "@weight=(2,3,3,3)f32 #0=(1,3,4,4)f32 #1=(1,2,4,4)f32"),
     "nn.ReLU relu 1 1 1 2 #1=(1,2,4,4)f32 #2=(1,2,4,4)f32",
     "torch.cat cat 2 1 2 2 3 dim=1 #2=(1,2,4,4)f32 #2=(1,2,4,4)f32 #3=(1,4,4,4)f32",
     "pnnx.Output pnnx_output_0 1 0 3"]
@@ -463,7 +463,7 @@ def test_mutated_files_fail_cleanly(tmp_path):
             outcome = "ok"
         except kuiper.KuiperError as e:
             outcome = type(e).__name__
-        except Exception as e:  # noqa: BLE001 - this is what the test is looking for
+        except Exception as e:
             raise AssertionError(f"{type(e).__name__}: {e}\nfor the file:\n{text}") from e
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     # the edits must exercise both the parser errors and the files that still load
