@@ -39,8 +39,10 @@ ENV = "KUIPER_COURSE_IMPL"
 
 
 def course_dir() -> Path:
-    """course_notes/ of the checkout Kuiper runs from (an editable install of a clone)."""
-    here = Path(__file__).resolve().parents[1] / "course_notes"
+    """course_notes/ of the checkout Kuiper runs from (an editable install of a clone), or the
+    folder named by $KUIPER_COURSE_DIR (a copy of the course elsewhere)."""
+    here = Path(os.environ.get("KUIPER_COURSE_DIR") or
+                Path(__file__).resolve().parents[1] / "course_notes")
     if not here.is_dir():
         raise KuiperError(f"{here} not found: the course lives in the git checkout; clone the "
                           "repository and `pip install -e .` it to follow the lessons")
@@ -118,7 +120,7 @@ def reference_table(test_file: Path) -> dict[str, str]:
     raise KuiperError(f"{test_file} has no REFERENCE = {{...}} table")
 
 
-def test_files(folder: Path) -> list[Path]:
+def lesson_test_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("test_lesson*.py"))
 
 
@@ -135,7 +137,7 @@ def signature_problems(folder: Path) -> list[str]:
     """
     module = load_exercises(folder)
     problems = []
-    for test_file in test_files(folder):
+    for test_file in lesson_test_files(folder):
         for name, target in reference_table(test_file).items():
             ref = resolve(target)
             mine = getattr(module, name, None)
@@ -164,6 +166,7 @@ def check_array(got, want, what: str = "result", rtol: float = 1e-5, exact: bool
     NaN), everything else exactly. A mismatch lists the first differing elements (index, got,
     expected) and the max difference.
     """
+    __tracebackhide__ = True  # pytest: show the test's line, not this function's
     got_a, want_a = np.asarray(got), np.asarray(want)
     if got_a.shape != want_a.shape:
         raise AssertionError(f"{what}: shape {got_a.shape}, expected {want_a.shape} "
@@ -183,8 +186,8 @@ def check_array(got, want, what: str = "result", rtol: float = 1e-5, exact: bool
     if not bad.any():
         return
     where = np.argwhere(bad)[:5]
-    rows = "\n".join(f"  at {tuple(int(i) for i in idx)}: got {got_a[tuple(idx)].tolist()!r}"
-                     f", expected {want_a[tuple(idx)].tolist()!r}" for idx in where)
+    rows = "\n".join(f"  at {tuple(int(i) for i in idx)}: got {_show(got_a[tuple(idx)])}, "
+                     f"expected {_show(want_a[tuple(idx)])}" for idx in where)
     diff = ""
     if numeric:
         with np.errstate(invalid="ignore"):
@@ -220,13 +223,20 @@ def run_notes(notes: Path) -> dict:
     notes = Path(notes).resolve()
     namespace: dict = {"__name__": "__notes__"}
     cwd = os.getcwd()
-    os.chdir(course_dir().parent)
+    os.chdir(Path(__file__).resolve().parents[1])
     try:
         for start, code in python_blocks(notes):
             exec(compile("\n" * start + code, str(notes), "exec"), namespace)  # noqa: S102
     finally:
         os.chdir(cwd)
     return namespace
+
+
+def _show(value) -> str:
+    """One element for a message: floats with float32's 7 significant digits."""
+    if isinstance(value, np.floating):
+        return f"{float(value):.7g}"
+    return repr(value.tolist() if isinstance(value, np.generic) else value)
 
 
 def check(number: int, extra: list[str] | None = None) -> int:
@@ -236,7 +246,7 @@ def check(number: int, extra: list[str] | None = None) -> int:
         raise KuiperError(f"no lesson {number}; lessons: "
                           + ", ".join(f"{n} ({p.name})" for n, p in found.items()))
     folder = found[number]
-    root = str(folder.parents[1])  # so `import kuiper` works from the lesson folder
+    root = str(Path(__file__).resolve().parents[1])  # `import kuiper` from the lesson folder
     env = dict(os.environ, **{ENV: "student"})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "pytest", str(folder), "-q", "--tb=short", "--no-header",

@@ -10,7 +10,7 @@ from kuiper.course import implementation
 
 REFERENCE = {"layer_file": "kuiper.registry:layer_file"}
 ex = implementation(__file__, REFERENCE)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(kuiper.__file__).resolve().parents[1]  # the checkout kuiper runs from
 
 
 def test_the_demo_model_loads_and_classifies_digits():

@@ -1,4 +1,4 @@
-"""Lesson 3: the value rules of PNNX_FORMAT.md section 1, on values from real exports."""
+"""Lesson 3: pnnx's value rules (parser/values.py), on values from real exports."""
 
 import pytest
 

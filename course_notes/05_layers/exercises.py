@@ -22,7 +22,7 @@ class Sigmoid(ElementwiseLayer):
     """
 
     # Every PNNX operator type this layer answers to: nn.Sigmoid for the module, and the names
-    # pnnx writes for the function forms (see PNNX_FORMAT.md section 4).
+    # pnnx writes for the function forms (torch.sigmoid(x) and F.sigmoid(x) in a model).
     op_types: ClassVar[tuple[str, ...]] = ()
 
     def forward(self, inputs):

@@ -22,7 +22,8 @@ def conv_output_size(size: int, kernel: int, stride: int, pad: tuple[int, int],
 
 
 def im2col(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
-           dilation: Sequence[int], out_size: Sequence[int], groups: int = 1) -> np.ndarray:
+           dilation: Sequence[int], out_size: Sequence[int], groups: int = 1,
+           ones_row: bool = False) -> np.ndarray:
     """The column matrix of an ALREADY PADDED input x (N, C, H, W), for a 2-D convolution.
 
     Returns cols of shape (N, G, K, P) with G = groups, K = C/G * kh * kw, P = OH * OW, where
@@ -33,5 +34,8 @@ def im2col(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
     p = y*OW + x. Then the convolution of group g is one matrix product,
     weight[g] (Cout/G, K) @ cols[n, g] (K, P). `kernel`, `stride`, `dilation` and `out_size`
     are (height, width) pairs. Keep x's dtype.
+
+    With `ones_row=True`, append one more row of ones to each group's matrix (K + 1 rows): then
+    [weight | bias] @ [cols; 1] = weight @ cols + bias, and the GEMM adds the bias for free.
     """
     raise NotImplementedError("lesson 6: write im2col")

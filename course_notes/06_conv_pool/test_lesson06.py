@@ -24,6 +24,8 @@ CONFIGS = [
     ((3, 1), (2, 2), (1, 0), (2, 1), 2),
     ((3, 3), (1, 1), (1, 1), (1, 1), 6),  # depthwise: one input channel per group
 ]
+IDS = [f"k{k[0]}x{k[1]}-s{s[0]}x{s[1]}-p{p[0]}x{p[1]}-d{d[0]}x{d[1]}-g{g}"
+       for k, s, p, d, g in CONFIGS]
 
 
 @pytest.mark.parametrize("size, kernel, stride, pad, dilation", [
@@ -46,7 +48,7 @@ def padded_input(rng, n, c, h, w, padding):
     return x, np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
 
 
-@pytest.mark.parametrize("kernel, stride, padding, dilation, groups", CONFIGS)
+@pytest.mark.parametrize("kernel, stride, padding, dilation, groups", CONFIGS, ids=IDS)
 def test_im2col_matches_unfold(kernel, stride, padding, dilation, groups):
     rng = np.random.default_rng(6)
     n, c = 2, 6
@@ -61,7 +63,7 @@ def test_im2col_matches_unfold(kernel, stride, padding, dilation, groups):
                 f"{dilation}, groups {groups})")
 
 
-@pytest.mark.parametrize("kernel, stride, padding, dilation, groups", CONFIGS)
+@pytest.mark.parametrize("kernel, stride, padding, dilation, groups", CONFIGS, ids=IDS)
 def test_a_whole_convolution_is_one_gemm_per_group(kernel, stride, padding, dilation, groups):
     rng = np.random.default_rng(7)
     n, c, cout = 2, 6, 12
@@ -75,6 +77,21 @@ def test_a_whole_convolution_is_one_gemm_per_group(kernel, stride, padding, dila
                         padding=padding, dilation=dilation, groups=groups).numpy()
     check_array(y.reshape(expected.shape), expected, "convolution through your im2col",
                 rtol=1e-4)
+
+
+def test_the_ones_row_adds_the_bias_in_the_gemm():
+    rng = np.random.default_rng(8)
+    x, xp = padded_input(rng, 2, 4, 6, 5, (1, 1))
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    cols = ex.im2col(xp, (3, 3), (1, 1), (1, 1), (6, 5), 2, ones_row=True)
+    assert cols.shape == (2, 2, 2 * 9 + 1, 30), f"cols shape {cols.shape}"
+    check_array(np.asarray(cols)[:, :, -1], np.ones((2, 2, 30), np.float32), "the ones row")
+    wb = np.concatenate([w.reshape(2, 3, -1), b.reshape(2, 3, 1)], axis=2)  # [W | b]
+    y = np.matmul(wb, cols).reshape(2, 6, 6, 5)
+    expected = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                        padding=1, groups=2).numpy()
+    check_array(y, expected, "[W | b] @ [cols; 1]", rtol=1e-4)
 
 
 def test_im2col_keeps_the_dtype():

@@ -1,10 +1,11 @@
-"""Convolution on OpenCL: im2col + the tiled GEMM, or a direct kernel for depthwise.
+"""Convolution on OpenCL: im2col + the GEMM of clkernels/gemm.h, or a direct depthwise kernel.
 
 Everything is decided and bound once in `bind` (clkernels/conv2d.cl explains the kernels):
-- general case: `im2col` into a column buffer allocated here, then `gemm` (one launch for all
-  images and groups) straight into the NCHW output, bias added as it is stored;
-- 1x1 kernel, stride 1, no padding: the input already is the column matrix, `gemm` only;
-- one input channel per group (depthwise): `depthwise`, one work-item per output value.
+- general case: `im2col` into a column buffer allocated here, then one GEMM launch for all
+  images and groups, straight into the NCHW output, bias added as it is stored;
+- 1x1 kernel, stride 1, no padding: the input already is the column matrix, GEMM only;
+- one input channel per group (depthwise): `depthwise`, one work-item per output row.
+Padding (any mode) is read through small index tables made here (im2col.source_indices).
 Conv1d (layers/opencl/conv1d.py) uses the same binding with the input seen as (N, C, 1, L).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 from layers import im2col
 from layers.cpu import conv2d
@@ -45,7 +46,7 @@ class ConvBind(WeightBuffers, OpenCLLayer):
             kernel = self.kernel("depthwise")
             kernel.set_args(x, weight, bias, i32(bias is not None), y, *tables, i32(c), i32(h),
                             i32(w), i32(cout), i32(cout // g), *geometry, i32(n * cout))
-            self.launches = [Launch(kernel, (round_up(p, 64), n * cout))]
+            self.launches = [Launch(kernel, (oh, n * cout))]
             return
 
         k = geo.cin_g * kh * kw
@@ -57,11 +58,10 @@ class ConvBind(WeightBuffers, OpenCLLayer):
             cols = self.cols.data
             kernel = self.kernel("im2col")
             kernel.set_args(x, cols, *tables, i32(h), i32(w), *geometry, i32(n * c))
-            self.launches.append(Launch(kernel, (round_up(p, 64), kh * kw, n * c)))
+            self.launches.append(Launch(kernel, (oh, n * c * kh * kw)))
         cout_g = cout // g
-        self.launches.append(gemm_launch(
-            self.kernel("gemm"), cout_g, p, k, weight, cout_g * k, cols, k * p,
-            y, cout_g * p, bias, BIAS_PER_ROW, groups=g, batch=n))
+        self.launches.append(gemm_launch(self, cout_g, p, k, weight, cout_g * k, cols, k * p,
+                                         y, cout_g * p, bias, BIAS_PER_ROW, groups=g, batch=n))
 
 
 @register("nn.Conv2d", "F.conv2d", backend="opencl")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 from layers.cpu import conv_transpose2d
 from layers.opencl.linear import BIAS_NONE, WeightBuffers, gemm_launch
@@ -24,7 +24,7 @@ class ConvTranspose2d(WeightBuffers, OpenCLLayer, conv_transpose2d.ConvTranspose
         # 1. cols[n][g] (Cout/G*KH*KW x H*W) = W[g]^T @ x[n][g]
         m, k, hw = cout // g * kh * kw, geo.cin_g, h * w
         self.cols = self.runtime.empty((n * cout * kh * kw * hw,), np.float32)
-        gemm = gemm_launch(self.kernel("gemm"), m, hw, k, weight, k * m, inputs[0].data, k * hw,
+        gemm = gemm_launch(self, m, hw, k, weight, k * m, inputs[0].data, k * hw,
                            self.cols.data, m * hw, None, BIAS_NONE, groups=g, batch=n)
         # 2. every output pixel gathers its patch values (+ bias)
         i32 = np.int32
@@ -33,4 +33,4 @@ class ConvTranspose2d(WeightBuffers, OpenCLLayer, conv_transpose2d.ConvTranspose
                         i32(h), i32(w), i32(kh), i32(kw), i32(oh), i32(ow),
                         *(i32(v) for v in (*self.stride, *self.padding, *self.dilation)),
                         i32(n * cout))
-        self.launches = [gemm, Launch(col2im, (round_up(oh * ow, 64), n * cout))]
+        self.launches = [gemm, Launch(col2im, (oh, n * cout))]

@@ -1,4 +1,4 @@
-"""Linear on OpenCL: one launch of the tiled GEMM of clkernels/gemm.h.
+"""Linear on OpenCL: one launch of the GEMM of clkernels/gemm.h.
 
 The input's leading axes are the GEMM's rows, so `x (rows, in) @ W^T` needs no reshaping on the
 device; the weight stays in PyTorch's (out, in) layout and the kernel reads it transposed
@@ -11,28 +11,49 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.opencl.layer import Launch, OpenCLLayer
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 from layers.cpu import linear
 
-# Must agree with clkernels/gemm.h: a work-group of GEMM_LOCAL x GEMM_LOCAL work-items
-# computes a GEMM_TILE x GEMM_TILE tile of C.
+# Must agree with clkernels/gemm.h. gemm_tiled: a work-group of GEMM_LOCAL x GEMM_LOCAL
+# work-items computes a GEMM_TILE x GEMM_TILE tile of C; gemm_blocked: one work-item computes a
+# GEMM_BLOCK x GEMM_BLOCK block.
 GEMM_TILE = 64
 GEMM_LOCAL = 16
+GEMM_BLOCK = 8
 
 BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COLUMN = 0, 1, 2
 
+# None: gemm_blocked on CPU devices, gemm_tiled elsewhere (see gemm.h for why). Tests set it
+# to run both kernels on whatever device they have.
+FORCE_GEMM: str | None = None
 
-def gemm_launch(kernel, m: int, n: int, k: int, a, a_group_stride: int, b, b_batch_stride: int,
-                c, c_batch_stride: int, bias=None, bias_mode: int = BIAS_NONE,
-                groups: int = 1, batch: int = 1) -> Launch:
-    """Bind gemm.h's `gemm` for C[z] = A[z % groups] @ B[z], z < batch*groups (buffers)."""
+
+def gemm_kernel_name(layer: OpenCLLayer) -> str:
+    if FORCE_GEMM is not None:
+        return FORCE_GEMM
+    is_cpu = layer.runtime.device.type & layer.runtime.cl.device_type.CPU
+    return "gemm_blocked" if is_cpu else "gemm_tiled"
+
+
+def gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_stride: int, b,
+                b_batch_stride: int, c, c_batch_stride: int, bias=None,
+                bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1) -> Launch:
+    """Bind gemm.h for C[z] = A[z % groups] @ B[z], z < batch*groups (arguments are buffers).
+
+    The kernel comes from the layer's own program (its .cl file includes gemm.h and may set
+    TRANS_A / TRANS_B)."""
+    name = gemm_kernel_name(layer)
+    kernel = layer.kernel(name)
     i32 = np.int32
     kernel.set_args(i32(m), i32(n), i32(k), a, i32(a_group_stride), b, i32(b_batch_stride),
                     c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
                     i32(groups))
-    tiles_n = -(-n // GEMM_TILE)
-    tiles_m = -(-m // GEMM_TILE)
+    if name == "gemm_blocked":  # small work-groups of 4 x 4 blocks were fastest under PoCL
+        blocks_n, blocks_m = -(-n // GEMM_BLOCK), -(-m // GEMM_BLOCK)
+        return Launch(kernel, (round_up(blocks_n, 4), round_up(blocks_m, 4), batch * groups),
+                      (4, 4, 1))
+    tiles_n, tiles_m = -(-n // GEMM_TILE), -(-m // GEMM_TILE)
     return Launch(kernel, (tiles_n * GEMM_LOCAL, tiles_m * GEMM_LOCAL, batch * groups),
                   (GEMM_LOCAL, GEMM_LOCAL, 1))
 
@@ -62,6 +83,5 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
         if rows == 0 or n_out == 0:
             return
         w, b = self.weight_buffers(inputs)
-        kernel = self.kernel("gemm")
-        self.launches = [gemm_launch(kernel, rows, n_out, n_in, inputs[0].data, 0, w, 0,
+        self.launches = [gemm_launch(self, rows, n_out, n_in, inputs[0].data, 0, w, 0,
                                      outputs[0].data, 0, b, BIAS_PER_COLUMN)]

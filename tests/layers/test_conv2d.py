@@ -84,20 +84,25 @@ def test_conv2d_kernel_shapes(backend, rng, kernel, stride, padding):
     assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
 
 
-@pytest.mark.parametrize("shape,cout", [
-    ((1, 37, 13, 17), 70),    # GEMM tiles with remainders on every side (M 70, N 221, K 333)
-    ((3, 1, 1, 1), 2),        # sizes 1 everywhere
-    ((2, 64, 8, 8), 64),      # exact multiples of the tile size
+@pytest.mark.parametrize("gemm", ["gemm_tiled", "gemm_blocked"])
+@pytest.mark.parametrize("shape,cout,groups", [
+    ((1, 37, 13, 17), 70, 1),  # GEMM tiles with remainders on every side (M 70, N 221, K 333)
+    ((3, 1, 1, 1), 2, 1),      # sizes 1 everywhere
+    ((2, 64, 8, 8), 64, 1),    # exact multiples of the tile size
+    ((2, 21, 9, 7), 15, 3),    # groups: one GEMM per (image, group)
 ])
-def test_conv2d_gemm_edges(backend, rng, shape, cout):
+def test_conv2d_gemm_edges(backend, rng, monkeypatch, gemm, shape, cout, groups):
+    """Both GEMM kernels of gemm.h (the device picks one; here we force each in turn)."""
+    monkeypatch.setattr("layers.opencl.linear.FORCE_GEMM", gemm)
     k = 3 if shape[2] > 1 else 1
     x = rng.standard_normal(shape).astype(np.float32)
-    w = rng.standard_normal((cout, shape[1], k, k)).astype(np.float32)
+    w = rng.standard_normal((cout, shape[1] // groups, k, k)).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)
-    params = conv_params(shape[1], cout, k, padding=k // 2)
+    params = conv_params(shape[1], cout, k, padding=k // 2, groups=groups)
     (y,) = run_operator("nn.Conv2d", [x], params=params, weights={"weight": w, "bias": b},
                         backend=backend)
-    assert_close(y, F.conv2d(*map(torch.from_numpy, (x, w, b)), padding=k // 2).numpy())
+    expected = F.conv2d(*map(torch.from_numpy, (x, w, b)), padding=k // 2, groups=groups)
+    assert_close(y, expected.numpy())
 
 
 def test_conv2d_unbatched_input(backend, rng):

@@ -53,12 +53,15 @@ def test_conv_transpose2d_all_parameter_combinations(backend, rng, index):
     assert_close(y, expected.numpy())
 
 
+@pytest.mark.parametrize("gemm", ["gemm_tiled", "gemm_blocked"])
 @pytest.mark.parametrize("shape,cout,kernel,stride", [
     ((2, 37, 9, 11), 70, (3, 3), (2, 2)),   # GEMM tiles with remainders (M 630, N 99, K 37)
     ((1, 4, 1, 1), 3, (1, 1), (1, 1)),      # sizes 1
     ((3, 5, 4, 3), 2, (2, 2), (2, 2)),      # patches that do not overlap (U-Net upsampling)
 ])
-def test_conv_transpose2d_sizes(backend, rng, shape, cout, kernel, stride):
+def test_conv_transpose2d_sizes(backend, rng, monkeypatch, gemm, shape, cout, kernel, stride):
+    """Both GEMM kernels of gemm.h (transposed A), forced in turn."""
+    monkeypatch.setattr("layers.opencl.linear.FORCE_GEMM", gemm)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((shape[1], cout, *kernel)).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)

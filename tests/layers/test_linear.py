@@ -25,13 +25,16 @@ def test_linear_any_leading_dims(backend, rng, shape, bias):
     assert_close(y, expected.numpy())
 
 
+@pytest.mark.parametrize("gemm", ["gemm_tiled", "gemm_blocked"])
 @pytest.mark.parametrize("rows,n_in,n_out", [
     (70, 33, 130),     # remainders on M, N and K
     (1, 512, 1000),    # a classifier head, batch 1
     (64, 16, 64),      # exact tiles
     (5, 1, 1),         # sizes 1
 ])
-def test_linear_gemm_edges(backend, rng, rows, n_in, n_out):
+def test_linear_gemm_edges(backend, rng, monkeypatch, gemm, rows, n_in, n_out):
+    """Both GEMM kernels of gemm.h (the device picks one; here we force each in turn)."""
+    monkeypatch.setattr("layers.opencl.linear.FORCE_GEMM", gemm)
     x = rng.standard_normal((rows, n_in)).astype(np.float32)
     w = rng.standard_normal((n_out, n_in)).astype(np.float32)
     b = rng.standard_normal(n_out).astype(np.float32)

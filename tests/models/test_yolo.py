@@ -1,9 +1,10 @@
 """A YOLOv5s-style detector (Focus slicing, Conv-BN-SiLU, C3, SPPF, nearest upsample + cat,
 Detect head with grids and anchors) at 320 and 640, on both backends, against PyTorch.
 
-The Detect head's grids and reshape targets are folded into the export for its input size and
-batch, so 640 and batch 4 get their own exports; running the 320 export at 640 must be refused
-with a clear error, and at batch 4 it must be right or refused (never silently wrong).
+The Detect head's grids and reshape targets are folded into the export for its input size, so
+640 gets its own export, and running the 320 export at 640 must be refused with a clear error.
+The batch is baked into the reshape targets too (`shape=(1,3,8,40,40)`), but a change of batch
+alone is one Kuiper follows: batch 4 runs on the batch-1 export.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 
 import kuiper
 from tests.models import zoo
-from tests.models.common import check_model, check_resized_or_refused, kuiper_outputs
+from tests.models.common import check_model, kuiper_outputs
 
 pytestmark = pytest.mark.slow
 
@@ -41,18 +42,13 @@ def test_yolo_320(yolo, yolo_320, backend, rng):
     assert boxes.shape == (1, 3 * (40 * 40 + 20 * 20 + 10 * 10), 8)
 
 
-def test_yolo_320_batch4(yolo, export_model, backend, rng):
-    param = export_model("yolo_320_b4", yolo, example(4, 3, 320, 320))
-    check_model(param, yolo, images(rng, 4, 3, 320, 320), backend)
+def test_yolo_320_batch4(yolo, yolo_320, backend, rng):
+    check_model(yolo_320, yolo, images(rng, 4, 3, 320, 320), backend)
 
 
 def test_yolo_640(yolo, export_model, backend, rng):
     param = export_model("yolo_640", yolo, example(1, 3, 640, 640))
     check_model(param, yolo, images(rng, 1, 3, 640, 640), backend)
-
-
-def test_yolo_320_export_at_batch4_is_right_or_refused(yolo, yolo_320, backend, rng):
-    check_resized_or_refused(yolo_320, yolo, images(rng, 4, 3, 320, 320), backend)
 
 
 def test_yolo_320_export_at_640_is_refused(yolo_320, backend, rng):

@@ -1,0 +1,107 @@
+"""`kuiper course list/check` as a student uses them, on a copy of a lesson, and check_array."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kuiper.course import check_array, lessons
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kuiper_cli(*args, course_dir=None):
+    env = dict(os.environ)
+    env.pop("KUIPER_COURSE_IMPL", None)
+    if course_dir is not None:
+        env["KUIPER_COURSE_DIR"] = str(course_dir)
+    return subprocess.run([sys.executable, "-m", "kuiper", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_course_list_names_every_lesson():
+    proc = kuiper_cli("course", "list")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == len(lessons()) == 11
+    assert lines[0].split()[0] == "1" and "tour" in lines[0].lower()
+    assert "OpenCL" in proc.stdout
+
+
+def test_an_unknown_lesson_is_a_clear_error():
+    proc = kuiper_cli("course", "check", "99")
+    assert proc.returncode == 1
+    assert "no lesson 99" in proc.stderr and "04_graph" in proc.stderr
+
+
+@pytest.fixture
+def lesson4(tmp_path):
+    """A copy of lesson 4, where a student can edit exercises.py."""
+    course = tmp_path / "course_notes"
+    shutil.copytree(lessons()[4], course / "04_graph",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return course
+
+
+def test_check_goes_from_failing_to_passing(lesson4):
+    before = kuiper_cli("course", "check", "4", course_dir=lesson4)
+    assert before.returncode == 1
+    assert "NotImplementedError: lesson 4: write dfs_iterative" in before.stdout
+    assert "lesson 4: not yet" in before.stdout
+
+    exercises = lesson4 / "04_graph" / "exercises.py"
+    text = exercises.read_text()
+    # The student's solution: here, pasted from kuiper/topo.py (renamed helpers included).
+    import inspect
+
+    from kuiper import topo
+
+    solved = text
+    for name in ("dfs_iterative", "level_schedule"):
+        stub_start = solved.index(f"def {name}(")
+        stub_end = solved.find("\n\n\ndef ", stub_start)
+        stub_end = len(solved) if stub_end < 0 else stub_end
+        solved = solved[:stub_start] + inspect.getsource(getattr(topo, name)).rstrip() + \
+            solved[stub_end:]
+    solved += ("\n\nfrom kuiper.topo import WHITE, GRAY, BLACK, _roots, _cycle_error  "
+               "# noqa: E402\n")
+    exercises.write_text(solved)
+    after = kuiper_cli("course", "check", "4", course_dir=lesson4)
+    assert after.returncode == 0, after.stdout[-3000:]
+    assert "lesson 4: all exercises pass" in after.stdout
+
+
+def test_a_wrong_answer_is_reported_and_a_changed_signature_warned(lesson4):
+    exercises = lesson4 / "04_graph" / "exercises.py"
+    exercises.write_text(
+        "from kuiper.topo import dfs_iterative  # noqa: F401\n\n\n"
+        "def level_schedule(ops, strict=True):\n    return [list(ops)]\n")
+    proc = kuiper_cli("course", "check", "4", course_dir=lesson4)
+    assert proc.returncode == 1
+    assert "warning: level_schedule(ops, strict=True) should be level_schedule(ops:" \
+        in proc.stdout
+    assert "test_level_schedule" in proc.stdout and "AssertionError" in proc.stdout
+
+
+def test_check_array_says_what_differs():
+    check_array(np.array([1.0, np.nan], np.float32), np.array([1.0, np.nan], np.float32))
+    with pytest.raises(AssertionError, match=r"x: shape \(3,\), expected \(2, 2\)"):
+        check_array(np.zeros(3), np.zeros((2, 2)), "x")
+    with pytest.raises(AssertionError, match="dtype int64, expected float32"):
+        check_array(np.zeros(3, np.int64), np.zeros(3, np.float32))
+    with pytest.raises(AssertionError) as info:
+        check_array(np.array([[1, 2], [3, 4]], np.float32),
+                    np.array([[1, 2], [3, 4.5]], np.float32), "y")
+    message = str(info.value)
+    assert "y: 1 of 4 elements differ, max difference 0.5" in message
+    assert "at (1, 1): got 4, expected 4.5" in message
+    with pytest.raises(AssertionError, match="NaN against a number"):
+        check_array(np.array([np.nan], np.float32), np.array([1.0], np.float32))
+    with pytest.raises(AssertionError, match="at \\(0,\\): got 2, expected 3"):
+        check_array(np.array([2]), np.array([3]))
