@@ -69,12 +69,6 @@ def load_model(args: argparse.Namespace, **options):
                        **options)
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max(axis=-1, keepdims=True)  # shift: exp never overflows
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
 # --- info ---------------------------------------------------------------------------------------
 def add_info_parser(sub) -> None:
     p = sub.add_parser("info", help="operators, shapes, parameters and FLOPs of a model")
@@ -144,14 +138,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def print_top_k(logits: np.ndarray, labels: Sequence[str] | None, rows: int = 4) -> None:
     """Top-5 classes per sample, with softmax probabilities (for classifier outputs N x C)."""
-    probs = softmax(logits.astype(np.float64))
+    from kuiper.postprocess import softmax_topk
+
+    probs, classes = softmax_topk(logits, TOP_K)
     for n in range(min(rows, len(probs))):
-        best = np.argsort(-probs[n], kind="stable")[:TOP_K]
         cells = []
-        for c in best:
+        for p, c in zip(probs[n], classes[n]):
             name = labels[c] if labels is not None and c < len(labels) else f"class {c}"
-            cells.append(f"{name} {probs[n, c]:.1%}")
-        print(f"  top-{len(best)}" + (f" [{n}]" if len(probs) > 1 else "") + ": "
+            cells.append(f"{name} {p:.1%}")
+        print(f"  top-{len(cells)}" + (f" [{n}]" if len(probs) > 1 else "") + ": "
               + ", ".join(cells))
     if len(probs) > rows:
         print(f"  ... {len(probs) - rows} more samples")
