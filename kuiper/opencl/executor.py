@@ -64,7 +64,8 @@ class OpenCLExecutor:
                  runtime: OpenCLRuntime | None = None):
         # Rebuilding for a new input shape keeps the runtime (and its compiled programs).
         previous = getattr(graph, "_opencl_runtime", None)
-        self.runtime = runtime or previous or OpenCLRuntime(device, out_of_order, profiling)
+        self.runtime = runtime or previous or OpenCLRuntime.shared(device, out_of_order,
+                                                                   profiling)
         graph._opencl_runtime = self.runtime
         self.graph = graph
         self.arrays: dict[str, Any] = {}   # operand name -> device array (None: host-only value)

@@ -82,6 +82,23 @@ def choose_device(device: str | None = None):
 
 
 class OpenCLRuntime:
+    _shared: dict[tuple, "OpenCLRuntime"] = {}
+
+    @classmethod
+    def shared(cls, device: str | None = None, out_of_order: bool = False,
+               profiling: bool = False) -> "OpenCLRuntime":
+        """One runtime per (device, queue kind) per process, reused by every graph.
+
+        Building a program is the slow part of starting a graph (NVIDIA's compiler takes a good
+        fraction of a second per program); sharing the context lets the second graph that needs
+        `conv2d.cl` with the same options reuse the built program instead of rebuilding it.
+        """
+        key = (device or os.environ.get("PYOPENCL_CTX"), out_of_order, profiling)
+        runtime = cls._shared.get(key)
+        if runtime is None:
+            runtime = cls._shared[key] = cls(device, out_of_order, profiling)
+        return runtime
+
     def __init__(self, device: str | None = None, out_of_order: bool = False,
                  profiling: bool = False):
         cl = _cl()
