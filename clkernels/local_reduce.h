@@ -35,44 +35,47 @@
         }                                                                \
     }
 
-inline ACC wg_sum(__local ACC *s, ACC v)
+// Every reduction below is: each work-item stores its value, the tree combines them into
+// s[0], everyone reads s[0]. wg_put / wg_take are the first and last steps.
+inline void wg_put(__local ACC *s, ACC v)
 {
     s[get_local_id(0)] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    TREE_REDUCE(s, s[l_] += s[l_ + stride]);
+    barrier(CLK_LOCAL_MEM_FENCE);  // all values stored before the tree reads them
+}
+
+inline ACC wg_take(__local ACC *s)
+{
     const ACC r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);  // the caller may reuse `s` right away
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone has read s[0]: the caller may reuse `s` right away
     return r;
+}
+
+inline ACC wg_sum(__local ACC *s, ACC v)
+{
+    wg_put(s, v);
+    TREE_REDUCE(s, s[l_] += s[l_ + stride]);
+    return wg_take(s);
 }
 
 inline ACC wg_prod(__local ACC *s, ACC v)
 {
-    s[get_local_id(0)] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    wg_put(s, v);
     TREE_REDUCE(s, s[l_] *= s[l_ + stride]);
-    const ACC r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
+    return wg_take(s);
 }
 
 inline ACC wg_max(__local ACC *s, ACC v)
 {
-    s[get_local_id(0)] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    wg_put(s, v);
     TREE_REDUCE(s, if (BEATS_MAX(s[l_ + stride], s[l_])) s[l_] = s[l_ + stride]);
-    const ACC r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
+    return wg_take(s);
 }
 
 inline ACC wg_min(__local ACC *s, ACC v)
 {
-    s[get_local_id(0)] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    wg_put(s, v);
     TREE_REDUCE(s, if (BEATS_MIN(s[l_ + stride], s[l_])) s[l_] = s[l_ + stride]);
-    const ACC r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
+    return wg_take(s);
 }
 
 // Value and position of the best element (largest when `largest`, else smallest); on a tie

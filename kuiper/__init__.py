@@ -9,11 +9,20 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kuiper.errors import (
-    ExpressionError, GraphError, InputError, KernelBuildError, KuiperError, ModelFormatError,
-    OpenCLUnavailableError, OperatorError, ShapeError, UnsupportedOperatorError,
+    ExpressionError,
+    GraphError,
+    InputError,
+    KernelBuildError,
+    KuiperError,
+    ModelFormatError,
+    OpenCLUnavailableError,
+    OperatorError,
+    ShapeError,
+    UnsupportedOperatorError,
 )
 from kuiper.graph import GraphState, Port, RuntimeGraph
 from kuiper.registry import register

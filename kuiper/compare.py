@@ -11,6 +11,7 @@ of operators that are `nn.*` modules there (pnnx names those modules after the o
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,7 @@ class Trace:
 
 
 def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str | None = None
-                  ) -> tuple[Trace, "kuiper.RuntimeGraph"]:
+                  ) -> tuple[Trace, kuiper.RuntimeGraph]:
     options = {"device": device} if backend == "opencl" and device else {}
     graph = kuiper.load(path, backend=backend, **options)
     graph.forward(*inputs)  # warm-up: compiles kernels, so the recorded times are fair
@@ -76,7 +77,8 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    # Piped or captured output has no terminal width; rich would cut the table to 80 columns.
+    console = console or Console(width=None if sys.stdout.isatty() else 200)
     traces, graph = [], None
     for backend in backends:
         if graph is None:
@@ -153,7 +155,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--against", default="", help="'torch' to also compare with pnnx's PyTorch "
                    "module (<stem>_pnnx.py beside the model)")
     p.add_argument("--device", help="OpenCL device (as PYOPENCL_CTX, or part of its name)")
-    p.add_argument("--rtol", type=float, default=RTOL, help="tolerance factor (default %(default)g)")
+    p.add_argument("--rtol", type=float, default=RTOL,
+                   help="tolerance factor (default %(default)g)")
     p.set_defaults(func=run_command)
 
 

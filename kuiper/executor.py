@@ -41,7 +41,7 @@ def keep_freed_memory() -> bool:
 
 
 class CPUExecutor:
-    def __init__(self, graph: "RuntimeGraph"):
+    def __init__(self, graph: RuntimeGraph):
         keep_freed_memory()
         self.graph = graph
         self.steps = [op for op in graph.order if op.layer is not None]
@@ -55,7 +55,7 @@ class CPUExecutor:
         for name in keep:
             self.uses[name] = self.uses.get(name, 0) + 1
 
-    def run(self, inputs: list[np.ndarray], observer: "Observer | None" = None) -> list:
+    def run(self, inputs: list[np.ndarray], observer: Observer | None = None) -> list:
         graph = self.graph
         values: dict[str, object] = {}
         for op, x in zip(graph.input_ops, inputs):

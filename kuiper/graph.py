@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ class RuntimeGraph:
         self._archive = None  # parser.binfile.WeightArchive, kept open: arrays map into it
 
     # --- init -----------------------------------------------------------------------------------
-    def init(self) -> "RuntimeGraph":
+    def init(self) -> RuntimeGraph:
         from parser.binfile import WeightArchive
         from parser.param import read_param
 
@@ -146,7 +147,7 @@ class RuntimeGraph:
         return [operand]
 
     # --- build ----------------------------------------------------------------------------------
-    def build(self, input_shapes: Sequence[Sequence[int]] | None = None) -> "RuntimeGraph":
+    def build(self, input_shapes: Sequence[Sequence[int]] | None = None) -> RuntimeGraph:
         if self.state == GraphState.NEED_INIT:
             raise GraphError("build() called before init(): call init() first "
                              "(kuiper.load() does both)")

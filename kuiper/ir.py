@@ -30,8 +30,8 @@ class RuntimeOperand:
     name: str
     shape: tuple[int | None, ...] | None = None  # as declared in the file (None dims = '?')
     dtype: str | None = None                     # pnnx dtype suffix as declared
-    producer: "RuntimeOperator | None" = None
-    consumers: list["RuntimeOperator"] = field(default_factory=list)
+    producer: RuntimeOperator | None = None
+    consumers: list[RuntimeOperator] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"RuntimeOperand({self.name!r}, shape={self.shape})"
@@ -46,9 +46,9 @@ class RuntimeOperator:
     inputs: list[RuntimeOperand] = field(default_factory=list)
     outputs: list[RuntimeOperand] = field(default_factory=list)
     input_names: list[str | None] = field(default_factory=list)
-    layer: "Layer | None" = None
+    layer: Layer | None = None
     line: int = 0
-    source: "OperatorDef | None" = None
+    source: OperatorDef | None = None
 
     def __repr__(self) -> str:
         return f"RuntimeOperator({self.name!r}, {self.type!r})"

@@ -21,11 +21,11 @@ class TensorSpec:
     value: Any = None  # known at build time (host scalar, list or small ndarray), else None
 
     @staticmethod
-    def of(shape, dtype=np.float32, value: Any = None) -> "TensorSpec":
+    def of(shape, dtype=np.float32, value: Any = None) -> TensorSpec:
         return TensorSpec(tuple(int(d) for d in shape), np.dtype(dtype), value)
 
     @staticmethod
-    def of_value(value: Any) -> "TensorSpec":
+    def of_value(value: Any) -> TensorSpec:
         """Spec of a host value (Python scalar, list/tuple, or ndarray)."""
         if isinstance(value, np.ndarray):
             return TensorSpec(tuple(value.shape), value.dtype, value)

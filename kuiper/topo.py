@@ -15,7 +15,7 @@ All three raise `GraphError` naming the operators on a cycle.
 from __future__ import annotations
 
 import sys
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from kuiper.errors import GraphError
 from kuiper.ir import RuntimeOperator

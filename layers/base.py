@@ -13,7 +13,8 @@ and what lets a model exported at 1x3x224x224 run at 4x3x160x160.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from kuiper.errors import ShapeError
 from kuiper.ir import RuntimeOperator
@@ -30,7 +31,7 @@ class Layer:
         self.type = op.type
 
     @classmethod
-    def from_operator(cls, op: RuntimeOperator) -> "Layer":
+    def from_operator(cls, op: RuntimeOperator) -> Layer:
         """Read parameters and weights. Subclasses override and call `cls(op)` themselves."""
         return cls(op)
 

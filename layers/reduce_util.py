@@ -13,8 +13,13 @@ kernel handles "reduce dim 1 of NCHW", "reduce (0, 2)" and "reduce everything" a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # for type hints only: no import cycle with layers.base at run time
+    from kuiper.ir import RuntimeOperator
+    from layers.base import Layer
 
 
 def normalize_axes(dims: Sequence[int] | None, rank: int) -> tuple[int, ...] | None:
@@ -33,6 +38,27 @@ def normalize_axes(dims: Sequence[int] | None, rank: int) -> tuple[int, ...] | N
     if len(set(axes)) != len(axes):
         raise ValueError(f"dims {list(dims)} name the same axis twice")
     return tuple(sorted(axes)) if rank else ()
+
+
+def single_axis(layer: Layer, dim: int, rank: int) -> int:
+    """One `dim` -> its axis in [0, rank) (0 for a 0-D input); out of range is a shape error."""
+    try:
+        (axis,) = normalize_axes([dim], rank) or (0,)
+    except ValueError as e:
+        raise layer.shape_error(str(e)) from None
+    return axis
+
+
+def kept_outputs(op: RuntimeOperator) -> list[str]:
+    """Which of ("values", "indices") an operator returning both still has.
+
+    pnnx keeps only the outputs that are used; with a single output, its declared dtype (i64 or
+    not) says whether it is the values or the indices."""
+    kept = ["values", "indices"][:max(1, len(op.outputs))]
+    declared = op.source.output_shapes if op.source is not None else []
+    if len(op.outputs) == 1 and declared and declared[0] and declared[0][1] == "i64":
+        kept = ["indices"]
+    return kept
 
 
 def reduced_shape(shape: Sequence[int], axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:

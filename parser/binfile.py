@@ -46,7 +46,7 @@ class WeightArchive:
                                    self.path) from None
         self._entries = {info.filename: info for info in self._zip.infolist()}
 
-    def __enter__(self) -> "WeightArchive":
+    def __enter__(self) -> WeightArchive:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -23,7 +23,8 @@ def runtime():
 
 @pytest.fixture(scope="module")
 def source():
-    return ex.maxpool_source()  # called first: an untouched stub fails even without an OpenCL device
+    # called first: an untouched stub fails even without an OpenCL device
+    return ex.maxpool_source()
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,7 @@ class HostFallback:
 
 
 class OpenCLExecutor:
-    def __init__(self, graph: "RuntimeGraph", device: str | None = None,
+    def __init__(self, graph: RuntimeGraph, device: str | None = None,
                  out_of_order: bool = False, profiling: bool = False,
                  runtime: OpenCLRuntime | None = None):
         # Rebuilding for a new input shape keeps the runtime (and its compiled programs).
@@ -70,7 +70,7 @@ class OpenCLExecutor:
         self.graph = graph
         self.arrays: dict[str, Any] = {}   # operand name -> device array (None: host-only value)
         self.folded: set[str] = set()      # operators whose outputs are all known constants
-        self.steps: list[tuple["RuntimeOperator", Any]] = []
+        self.steps: list[tuple[RuntimeOperator, Any]] = []
         self.last_events: dict[str, list] = {}
         self._bind_all()
 
@@ -107,7 +107,7 @@ class OpenCLExecutor:
             self.steps.append((op, runner))
         graph.fallbacks = [op for op, runner in self.steps if isinstance(runner, HostFallback)]
 
-    def run(self, inputs: list[np.ndarray], observer: "Observer | None" = None) -> list:
+    def run(self, inputs: list[np.ndarray], observer: Observer | None = None) -> list:
         cl, queue, graph = self.runtime.cl, self.runtime.queue, self.graph
         events: dict[str, list] = {}
         for op, x in zip(graph.input_ops, inputs):
@@ -137,7 +137,7 @@ class OpenCLExecutor:
         queue.finish()  # the one host wait of the inference
         return results
 
-    def operator_events(self) -> list[tuple["RuntimeOperator", list]]:
+    def operator_events(self) -> list[tuple[RuntimeOperator, list]]:
         """Each operator's OpenCL events of the last run, in execution order.
 
         On a queue made with `profiling=True`, `event.profile.start/end` (ns) time every kernel

@@ -22,11 +22,12 @@ Binding happens once per input shape; `enqueue` is the hot path and does nothing
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
-from layers.base import Layer
 from kuiper.tensor_spec import TensorSpec
+from layers.base import Layer
 
 
 @dataclass

@@ -15,7 +15,7 @@ the compiled binaries on disk, so a second run skips the compiler entirely.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -59,11 +59,11 @@ def choose_device(device: str | None = None):
         raise OpenCLUnavailableError(f"no OpenCL platform found: {INSTALL_HINT}")
     wanted = device if device is not None else os.environ.get("PYOPENCL_CTX")
     if wanted:
-        for index, label, dev in rows:
+        for index, _label, dev in rows:
             if wanted == index or (":" not in wanted and wanted.isdigit()
                                    and index.startswith(wanted + ":")):
                 return dev
-        for index, label, dev in rows:
+        for _index, label, dev in rows:
             if wanted.lower() in label.lower():
                 return dev
         listing = "\n  ".join(f"{i}  {label}" for i, label, _ in rows)
@@ -82,11 +82,11 @@ def choose_device(device: str | None = None):
 
 
 class OpenCLRuntime:
-    _shared: dict[tuple, "OpenCLRuntime"] = {}
+    _shared: dict[tuple, OpenCLRuntime] = {}
 
     @classmethod
     def shared(cls, device: str | None = None, out_of_order: bool = False,
-               profiling: bool = False) -> "OpenCLRuntime":
+               profiling: bool = False) -> OpenCLRuntime:
         """One runtime per (device, queue kind) per process, reused by every graph.
 
         Building a program is the slow part of starting a graph (NVIDIA's compiler takes a good

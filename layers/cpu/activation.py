@@ -8,7 +8,8 @@ so the shared machinery lives in `Activation`:
   OpenCL twin passes the same values, in the same order, as the kernel arguments `p0 p1 p2`;
 - `compute(x, *values)` is the NumPy formula.
 
-ReLU has its own stem (it is the course's first layer); clamp reuses this base (layers/cpu/clamp.py).
+ReLU has its own stem (it is the course's first layer); clamp reuses this base
+(layers/cpu/clamp.py).
 
 The formulas are written in the *numerically stable* form, the one PyTorch uses too:
 `exp(x)` overflows float32 above x = 88, so no formula here may exponentiate a large positive

@@ -11,7 +11,7 @@ import numpy as np
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers.base import Layer
-from layers.reduce_util import normalize_axes
+from layers.reduce_util import single_axis
 
 
 @register("torch.cumsum", "torch.cumprod", backend="cpu")
@@ -26,10 +26,7 @@ class Cumulative(Layer):
     def infer(self, inputs):
         self.expect_inputs(inputs, 1)
         x = inputs[0]
-        try:
-            (self.axis,) = normalize_axes([self.dim], len(x.shape)) or (0,)
-        except ValueError as e:
-            raise self.shape_error(str(e)) from None
+        self.axis = single_axis(self, self.dim, len(x.shape))
         dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.int64)
         return [TensorSpec(x.shape, dtype)]
 

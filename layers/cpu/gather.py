@@ -30,9 +30,8 @@ def _check_index_dtype(layer, spec: TensorSpec, what: str) -> None:
         raise layer.op.error(f"{what} should be an integer tensor, got {spec.dtype.name}")
 
 
-@register("torch.index_select", "Tensor.index_select", backend="cpu")
-class IndexSelect(DataMovementLayer):
-    """Whole slices along `dim`, picked by a 1-D index: out = x[:, ..., index, ...]."""
+class _IndexAlongDim(DataMovementLayer):
+    """Shared by index_select and gather: an input, an integer index tensor and one `dim`."""
 
     @classmethod
     def from_operator(cls, op):
@@ -40,10 +39,20 @@ class IndexSelect(DataMovementLayer):
         layer.dim = op.int_param("dim")
         return layer
 
-    def infer_specs(self, inputs):
+    def operands(self, inputs: list[TensorSpec]) -> tuple[TensorSpec, TensorSpec]:
+        """Check the input count and the index dtype; return (x, index)."""
         self.expect_inputs(inputs, 2)
         x, index = inputs
         _check_index_dtype(self, index, "index")
+        return x, index
+
+
+@register("torch.index_select", "Tensor.index_select", backend="cpu")
+class IndexSelect(_IndexAlongDim):
+    """Whole slices along `dim`, picked by a 1-D index: out = x[:, ..., index, ...]."""
+
+    def infer_specs(self, inputs):
+        x, index = self.operands(inputs)
         if len(index.shape) > 1:
             raise self.shape_error(f"index should be 0-D or 1-D, got shape {index.shape}")
         self.axis = normalize_dim(self, self.dim, len(x.shape))
@@ -58,19 +67,11 @@ class IndexSelect(DataMovementLayer):
 
 
 @register("torch.gather", "Tensor.gather", backend="cpu")
-class Gather(DataMovementLayer):
+class Gather(_IndexAlongDim):
     """out[i, j, k] = x[i, index[i, j, k], k] for dim=1: the index has the output's shape."""
 
-    @classmethod
-    def from_operator(cls, op):
-        layer = cls(op)
-        layer.dim = op.int_param("dim")
-        return layer
-
     def infer_specs(self, inputs):
-        self.expect_inputs(inputs, 2)
-        x, index = inputs
-        _check_index_dtype(self, index, "index")
+        x, index = self.operands(inputs)
         if len(index.shape) != len(x.shape):
             raise self.shape_error(f"index {index.shape} should have as many dims as input "
                                    f"{x.shape}")

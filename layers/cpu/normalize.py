@@ -8,7 +8,7 @@ from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers.base import Layer
 from layers.cpu.reduce import norm
-from layers.reduce_util import normalize_axes
+from layers.reduce_util import single_axis
 
 
 @register("F.normalize", backend="cpu")
@@ -28,10 +28,7 @@ class Normalize(Layer):
         x = inputs[0]
         if not np.issubdtype(x.dtype, np.floating):
             raise self.op.error(f"F.normalize needs a floating-point input, got {x.dtype.name}")
-        try:
-            (self.axis,) = normalize_axes([self.dim], len(x.shape)) or (0,)
-        except ValueError as e:
-            raise self.shape_error(str(e)) from None
+        self.axis = single_axis(self, self.dim, len(x.shape))
         if not x.shape:
             raise self.shape_error("F.normalize needs at least a 1-D input, got a 0-dim tensor")
         return [TensorSpec(x.shape, x.dtype)]

@@ -15,7 +15,7 @@ import numpy as np
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers.base import Layer
-from layers.reduce_util import normalize_axes, reduced_shape
+from layers.reduce_util import kept_outputs, normalize_axes, reduced_shape
 
 # Reductions that only make sense on floating-point data (torch refuses integers for them).
 FLOAT_ONLY = {"mean", "logsumexp", "var", "std", "norm"}
@@ -52,10 +52,7 @@ class Reduce(Layer):
         if layer.kind in ("argmax", "argmin"):
             layer.outputs = ["indices"]
         elif layer.kind in ("max", "min") and dim is not None:
-            layer.outputs = ["values", "indices"][:max(1, len(op.outputs))]
-            declared = op.source.output_shapes if op.source is not None else []
-            if len(op.outputs) == 1 and declared and declared[0] and declared[0][1] == "i64":
-                layer.outputs = ["indices"]
+            layer.outputs = kept_outputs(op)
         return layer
 
     def infer(self, inputs):

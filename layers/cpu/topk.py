@@ -16,7 +16,7 @@ import numpy as np
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers.base import Layer
-from layers.reduce_util import normalize_axes
+from layers.reduce_util import kept_outputs, single_axis
 
 
 def stable_order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -46,21 +46,13 @@ class TopK(Layer):
             layer.k = None  # everything
             layer.descending = op.bool_param("descending", False)
             op.bool_param("stable", False)  # our order is always stable
-        layer.outputs = ["indices"] if op.type == "torch.argsort" else ["values", "indices"]
-        if op.type != "torch.argsort":
-            layer.outputs = layer.outputs[:max(1, len(op.outputs))]
-            declared = op.source.output_shapes if op.source is not None else []
-            if len(op.outputs) == 1 and declared and declared[0] and declared[0][1] == "i64":
-                layer.outputs = ["indices"]
+        layer.outputs = ["indices"] if op.type == "torch.argsort" else kept_outputs(op)
         return layer
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1)
         x = inputs[0]
-        try:
-            (self.axis,) = normalize_axes([self.dim], len(x.shape)) or (0,)
-        except ValueError as e:
-            raise self.shape_error(str(e)) from None
+        self.axis = single_axis(self, self.dim, len(x.shape))
         n = x.shape[self.axis] if x.shape else 1
         self.count = n if self.k is None else self.k
         if self.count > n:

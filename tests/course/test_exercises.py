@@ -57,7 +57,8 @@ def test_every_stub_has_its_references_signature(number):
 
 @pytest.mark.parametrize("number", sorted(LESSONS))
 def test_every_stub_raises_not_implemented_naming_its_lesson(number):
-    """Statically: each exercise function (or method) body raises NotImplementedError("lesson N...")."""
+    """Statically: each exercise function (or method) body raises
+    NotImplementedError("lesson N...")."""
     folder = LESSONS[number]
     tree = ast.parse((folder / "exercises.py").read_text())
     names = set(reference_table(lesson_test_files(folder)[0]))

@@ -105,7 +105,7 @@ def test_shift_past_the_width_and_negative_powers(backend):
     check(run("pow(@0,@1)", [x, y], backend), torch.pow(t(x), t(y)))
 
 
-# --- dtype promotion -------------------------------------------------------------------------------
+# --- dtype promotion ------------------------------------------------------------------------------
 PROMOTION = [  # expr, input dtype, low, high, PyTorch
     ("mul(@0,0.5)", np.int64, -9, 9, lambda x: x * 0.5),            # int * float -> float32
     ("mul(@0,2)", np.float32, -3, 3, lambda x: x * 2),               # float * int -> float32
