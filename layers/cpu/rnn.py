@@ -24,12 +24,9 @@ import numpy as np
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers.base import Layer
+from layers.cpu.activation import sigmoid  # the overflow-free form the activations use
 
 GATES = {"nn.LSTM": 4, "nn.GRU": 3, "nn.RNN": 1}
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype, copy=False)
 
 
 @register("nn.LSTM", "nn.GRU", "nn.RNN", backend="cpu")
