@@ -7,6 +7,8 @@ How it runs (layers/im2col.py explains the column matrix):
 - build `cols (N, G, K, P)` with one strided copy, then `W (G, Cout/G, K) @ cols` with
   np.matmul, which calls BLAS once per (image, group) and lands directly in NCHW order;
 - a 1x1 kernel with stride 1 needs no im2col: the input already is the column matrix;
+- with many channels and large images, one GEMM per kernel tap reading the padded input in
+  place beats building the column matrix (layers/tap_gemm.py; `lowering` picks the method);
 - with one input channel per group (depthwise) a GEMM with K = kh*kw would be all overhead, so
   we add up kh*kw shifted views of the input, each scaled by its weight, instead.
 
@@ -23,7 +25,7 @@ import numpy as np
 
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers import im2col
+from layers import im2col, tap_gemm
 from layers.base import Layer
 
 PADDING_MODES = tuple(im2col.PAD_MODES)
@@ -53,6 +55,10 @@ class ConvNd(Layer):
     """N-d convolution; subclasses fix `ndim` (2 here, 1 for Conv1d)."""
 
     ndim = 2
+    # How a general (not pointwise, not depthwise) convolution becomes GEMMs: "im2col" (one
+    # GEMM over a column matrix), "taps" (one GEMM per kernel tap, 2-D only, needs direct BLAS),
+    # or "auto" (tap_gemm.prefer_taps decides per shape). Tests set it to check both.
+    lowering = "auto"
 
     @classmethod
     def from_operator(cls, op):
@@ -209,11 +215,29 @@ class ConvNd(Layer):
             y = gemm(wmat[..., :k], cols).reshape(geo.n, geo.cout, -1)
             if bias is not None:
                 y += bias[:, None]
+        elif self.use_taps(geo):
+            y = tap_gemm.conv2d_taps(xp, self.taps_of(inputs), bias, geo.kernel, self.stride,
+                                     self.dilation, geo.out)
         else:
             cols = im2col.im2col(xp, geo.kernel, self.stride, self.dilation, geo.out, g,
                                  ones_row=bias is not None)
             y = gemm(wmat, cols)  # [W | b] @ [cols; 1]: the bias comes with the product
         return [y.reshape(geo.out_shape)]
+
+    def use_taps(self, geo: ConvGeometry) -> bool:
+        if self.lowering == "im2col" or self.ndim != 2:
+            return False
+        if self.lowering == "taps":
+            return tap_gemm.available()
+        return tap_gemm.prefer_taps(geo.cin_g, geo.kernel, geo.out)
+
+    def taps_of(self, inputs) -> np.ndarray:
+        """The weight as one matrix per kernel tap, made once for a module's own weight."""
+        if self.weight is None:
+            return tap_gemm.tap_weights(inputs[1], self.groups)
+        if getattr(self, "_taps", None) is None:
+            self._taps = tap_gemm.tap_weights(self.weight, self.groups)
+        return self._taps
 
     def _depthwise(self, xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
                    geo: ConvGeometry) -> np.ndarray:

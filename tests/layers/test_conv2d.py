@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper.testing import assert_close, run_operator
+from layers import tap_gemm
+from layers.cpu.conv2d import ConvNd
 
 # (in_channels, out_channels, groups): plain, grouped, depthwise with channel multiplier 2
 CHANNELS = [(13, 7, 1), (15, 9, 3), (13, 26, 13)]
@@ -77,6 +79,49 @@ def test_conv2d_all_parameter_combinations(backend, rng, index):
     params = conv_params(cin, cout, (3, 2), stride, padding, dilation, groups, bias, mode)
     weights = {"weight": w} if b is None else {"weight": w, "bias": b}
     (y,) = run_operator("nn.Conv2d", [x], params=params, weights=weights, backend=backend)
+    assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
+
+
+needs_taps = pytest.mark.skipif(
+    not tap_gemm.available(),
+    reason="the tap lowering needs NumPy's BLAS through layers.blas, not found here")
+
+
+@needs_taps
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_conv2d_tap_lowering_all_parameter_combinations(rng, monkeypatch, index):
+    """The CPU's second lowering (one GEMM per kernel tap) on every combination above.
+
+    Small channel counts never choose it by themselves, so it is forced here (the depthwise
+    combinations keep their own path)."""
+    monkeypatch.setattr(ConvNd, "lowering", "taps")
+    stride, padding, mode, dilation, (cin, cout, groups), bias = CASES[index]
+    x = rng.standard_normal((1 + 2 * (index % 2), cin, 9, 11)).astype(np.float32)
+    w = rng.standard_normal((cout, cin // groups, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32) if bias else None
+    params = conv_params(cin, cout, (3, 2), stride, padding, dilation, groups, bias, mode)
+    weights = {"weight": w} if b is None else {"weight": w, "bias": b}
+    (y,) = run_operator("nn.Conv2d", [x], params=params, weights=weights, backend="cpu")
+    assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
+
+
+@needs_taps
+@pytest.mark.parametrize("lowering", ["im2col", "taps", "auto"])
+@pytest.mark.parametrize("shape,cout,kernel,stride,dilation,groups", [
+    ((1, 64, 29, 31), 48, 3, 1, 1, 1),   # a ResNet-like stage, odd sizes: auto picks taps
+    ((2, 40, 23, 27), 33, 3, 2, 1, 1),   # stride 2: four phases
+    ((1, 36, 25, 22), 20, 3, (3, 2), (2, 3), 1),  # stride 3x2 with dilation 2x3
+    ((2, 64, 21, 24), 30, 5, 1, 1, 2),   # two groups of 32 channels
+    ((1, 96, 7, 9), 128, 3, 1, 1, 1),    # a thin late stage: auto picks im2col
+])
+def test_conv2d_lowerings_on_many_channels(rng, monkeypatch, lowering, shape, cout, kernel,
+                                           stride, dilation, groups):
+    monkeypatch.setattr(ConvNd, "lowering", lowering)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((cout, shape[1] // groups, kernel, kernel)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    params = conv_params(shape[1], cout, kernel, stride, kernel // 2, dilation, groups)
+    (y,) = run_operator("nn.Conv2d", [x], params=params, weights={"weight": w, "bias": b})
     assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
 
 

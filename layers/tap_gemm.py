@@ -1,0 +1,114 @@
+"""Convolution as one GEMM per kernel tap, reading the padded input in place (no im2col).
+
+im2col (layers/im2col.py) copies the input kh*kw times into a column matrix so that the whole
+convolution is one GEMM. For a 3x3 convolution over 64 channels of 56x56 that matrix is 7 MB,
+and writing then reading it back costs about a third of the GEMM's own time. This module skips
+the copy. Split the sum over the kernel into its taps (i, j):
+
+    out[o, y, x] = sum over (i, j) of  sum over c of  w[o, c, i, j] * in[c, y + i, x + j]
+
+For one tap the inner sum is a matrix product `W_ij (Cout, C) @ X_ij (C, pixels)`, where X_ij is
+the padded input *shifted* by (i, j). The trick that makes X_ij free: compute the output on a
+grid as wide as the padded input (Wp columns instead of W; the extra columns are garbage, cut off
+at the end). Then output pixel (y, x) sits at flat position y*Wp + x, and its input at flat
+position (y+i)*Wp + (x+j) = y*Wp + x + (i*Wp + j): one constant offset. So X_ij is simply the
+flat padded input starting at offset i*Wp + j, a plain view that BLAS reads with a row stride
+(its "leading dimension"), and the convolution is kh*kw GEMMs adding into one output (BLAS's
+beta = 1, see layers/blas.py). Cost: (Wp - W)/W extra columns of arithmetic, 4% at 56x56.
+
+Strides: an input row read with stride s is not a shifted view. Split the padded input into
+s*s *phases*, phase (a, b) = in[a::s, b::s] (one copy of the input, not kh*kw). Tap (i, j) then
+reads phase (i % s, j % s) shifted by (i // s, j // s) with stride 1, as above. Dilation d just
+multiplies the tap's offset: (i*d, j*d).
+
+The GEMMs have K = C (channels) instead of C*kh*kw, so this pays off for many channels and
+large images; layers/cpu/conv2d.py chooses between the two lowerings (see `prefer_taps`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from layers import blas
+from layers.im2col import workspace
+
+
+def available() -> bool:
+    """Tap GEMMs need BLAS's accumulate (beta = 1), which only the direct BLAS call has."""
+    return blas.available()
+
+
+def tap_weights(w: np.ndarray, groups: int) -> np.ndarray:
+    """(Cout, C/G, kh, kw) -> (kh*kw, G, Cout/G, C/G): one contiguous matrix per tap and group."""
+    cout, cin_g = w.shape[:2]
+    per_group = np.asarray(w, np.float32).reshape(groups, cout // groups, cin_g, -1)
+    return np.ascontiguousarray(per_group.transpose(3, 0, 1, 2))
+
+
+def prefer_taps(cin_g: int, kernel, out_size) -> bool:
+    """Use tap GEMMs where im2col's copy is expensive and the small-K GEMMs still run fast.
+
+    Measured on ResNet-18's layers (2-core AMD EPYC, OpenBLAS): a 3x3 convolution over >= 64
+    channels of 28x28 or more runs 1.3-1.8x faster by taps; at 7x7 the GEMMs get too thin and
+    im2col wins. Few input channels (the RGB stem) make K tiny: im2col there too.
+    """
+    return (available() and len(kernel) == 2 and int(np.prod(kernel)) > 1
+            and cin_g >= 32 and int(np.prod(out_size)) >= 400)
+
+
+def phase_planes(xp: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
+    """(N, s_h*s_w, C, Hq*Wq): the stride phases of the padded input, flattened per channel.
+
+    With stride 1 this is the input itself (a free reshape). Positions a short phase lacks
+    (when the size is not a multiple of the stride) are zeroed: only garbage columns read them,
+    but uninitialised memory could hold NaNs or denormals that slow the GEMM down.
+    """
+    n, c, hp, wp = xp.shape
+    sh, sw = stride
+    if (sh, sw) == (1, 1):
+        return np.ascontiguousarray(xp).reshape(n, 1, c, hp * wp)
+    hq, wq = -(-hp // sh), -(-wp // sw)
+    planes = workspace("tap_phases", (n, sh, sw, c, hq, wq), xp.dtype)
+    for a in range(sh):
+        for b in range(sw):
+            part = xp[:, :, a::sh, b::sw]
+            rows, cols = part.shape[2:]
+            planes[:, a, b, :, :rows, :cols] = part
+            planes[:, a, b, :, rows:, :] = 0
+            planes[:, a, b, :, :, cols:] = 0
+    return planes.reshape(n, sh * sw, c, hq * wq)
+
+
+def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
+                kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+                out_size: tuple[int, int]) -> np.ndarray:
+    """Convolve a padded input (N, C, Hp, Wp) with tap weights from `tap_weights`.
+
+    Returns a new (N, Cout, Ho, Wo) array.
+    """
+    n, c, hp, wp = xp.shape
+    (sh, sw), (dh, dw), (ho, wo) = stride, dilation, out_size
+    n_taps, groups, m, cin_g = taps.shape
+    kw = kernel[1]
+    planes = phase_planes(xp, stride)
+    wq = -(-wp // sw)  # row length of the output grid (= of every phase)
+    length = (ho - 1) * wq + wo  # grid positions up to the last real output pixel
+    grid = workspace("tap_grid", (n, groups, m, ho * wq), np.float32)
+    if bias is not None:
+        # start from the bias and let every tap accumulate: cheaper than adding it while
+        # cutting the grid (a broadcast over short rows)
+        np.copyto(grid, bias.reshape(groups, m, 1))
+    for image in range(n):
+        for g in range(groups):
+            out = grid[image, g, :, :length]
+            channels = slice(g * cin_g, (g + 1) * cin_g)
+            for t in range(n_taps):
+                ri, cj = (t // kw) * dh, (t % kw) * dw  # the tap's offset in the padded input
+                phase = (ri % sh) * sw + cj % sw
+                start = (ri // sh) * wq + cj // sw
+                shifted = planes[image, phase, channels, start:start + length]
+                blas.gemm_into(taps[t, g], shifted, out, accumulate=t > 0 or bias is not None)
+    # cut the garbage columns off, into a fresh array that the layer returns
+    y = np.empty((n, groups * m, ho, wo), np.float32)
+    np.copyto(y, grid.reshape(n, groups * m, ho, wq)[..., :wo])
+    return y

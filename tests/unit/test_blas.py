@@ -1,0 +1,62 @@
+"""layers.blas: the direct sgemm call (C = A @ B or C += A @ B) on strided NumPy views."""
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import as_strided
+
+from layers import blas
+
+pytestmark = pytest.mark.skipif(
+    not blas.available(),
+    reason="NumPy's BLAS exposes no cblas_sgemm this module knows (the conv layers then use "
+           "im2col only)")
+
+
+def reference(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_overwrite_then_accumulate_on_strided_views(rng):
+    big_a = rng.standard_normal((9, 20)).astype(np.float32)
+    big_b = rng.standard_normal((13, 40)).astype(np.float32)
+    a = big_a[1:8, 3:14]          # (7, 11), leading dimension 20
+    b = big_b[2:13, 5:22]         # (11, 17), leading dimension 40
+    canvas = rng.standard_normal((10, 30)).astype(np.float32)
+    before = canvas.copy()
+    c = canvas[2:9, 4:21]         # (7, 17), leading dimension 30
+
+    blas.gemm_into(a, b, c, accumulate=False)
+    np.testing.assert_allclose(c, reference(a, b), rtol=1e-5, atol=1e-5)
+    blas.gemm_into(a, b, c, accumulate=True)
+    np.testing.assert_allclose(c, 2 * reference(a, b), rtol=1e-5, atol=1e-5)
+
+    outside = np.ones(canvas.shape, bool)
+    outside[2:9, 4:21] = False
+    assert np.array_equal(canvas[outside], before[outside]), "wrote outside the output view"
+
+
+def test_sizes_of_one(rng):
+    a = rng.standard_normal((1, 5)).astype(np.float32)
+    b = rng.standard_normal((5, 1)).astype(np.float32)
+    c = np.zeros((1, 1), np.float32)
+    blas.gemm_into(a, b, c, accumulate=False)
+    np.testing.assert_allclose(c, reference(a, b), rtol=1e-5)
+
+
+def test_layouts_blas_cannot_read_are_refused(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    ok = x[:16].reshape(4, 4)
+    out = np.zeros((4, 4), np.float32)
+    overlapping = as_strided(x, (4, 8), (4, 4))       # each row starts one element later
+    with pytest.raises(ValueError, match="overlap"):
+        blas.gemm_into(overlapping, np.zeros((8, 4), np.float32), out, accumulate=False)
+    with pytest.raises(ValueError, match="contiguous rows"):
+        blas.gemm_into(x[::2][:16].reshape(4, 4)[:, ::2], ok[:2], out, accumulate=False)
+    with pytest.raises(ValueError, match="float32"):
+        blas.gemm_into(ok.astype(np.float64), ok, out, accumulate=False)
+    with pytest.raises(ValueError, match="do not match"):
+        blas.gemm_into(ok, ok[:3], out, accumulate=False)
+    frozen = np.zeros((4, 4), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        blas.gemm_into(ok, ok, frozen, accumulate=False)
