@@ -1,4 +1,11 @@
-"""The NumPy executor: run layers in topological order, freeing values after their last use."""
+"""The NumPy executor: run layers in topological order, freeing values after their last use.
+
+One optimisation on top: *activation fusion*. In `conv -> relu`, the ReLU reads the whole
+convolution output and writes a new array of the same size. When the ReLU is the only reader of
+that output, the convolution can apply it while writing its output (or in place right after),
+and the ReLU step disappears. `fusions` pairs each such producer with its activation; the
+ReLU's output name then simply refers to the producer's (fused) output.
+"""
 
 from __future__ import annotations
 
@@ -41,11 +48,13 @@ def keep_freed_memory() -> bool:
 
 
 class CPUExecutor:
-    def __init__(self, graph: RuntimeGraph):
+    def __init__(self, graph: RuntimeGraph, fuse: bool = True):
         keep_freed_memory()
         self.graph = graph
         self.steps = [op for op in graph.order if op.layer is not None]
         keep = {o.name for o in graph.output_operands}
+        self.fusions = find_fusions(self.steps, keep, graph.specs) if fuse else {}
+        self.fused_away = {act.name for _, act in self.fusions.values()}
         # How many times each operand will still be read; at zero its array can be dropped,
         # which keeps peak memory near the widest point of the graph rather than its sum.
         self.uses = {}
@@ -56,15 +65,23 @@ class CPUExecutor:
             self.uses[name] = self.uses.get(name, 0) + 1
 
     def run(self, inputs: list[np.ndarray], observer: Observer | None = None) -> list:
+        """Run once. With an `observer`, every operator runs on its own (no fusion), so each
+        one's output is exactly what the model defines: what `kuiper compare` checks."""
         graph = self.graph
         values: dict[str, object] = {}
         for op, x in zip(graph.input_ops, inputs):
             values[op.outputs[0].name] = x
         remaining = dict(self.uses)
+        fusions = self.fusions if observer is None else {}
         for op in self.steps:
             args = [values[o.name] for o in op.inputs]
             start = time.perf_counter()
-            outs = op.layer.forward(args)
+            if op.name in fusions:
+                outs = op.layer.forward(args, activate=fusions[op.name][0])
+            elif observer is None and op.name in self.fused_away:
+                outs = args  # done by its producer: the output is the producer's
+            else:
+                outs = op.layer.forward(args)
             if observer is not None:
                 observer(op, list(outs), time.perf_counter() - start)
             for operand, value in zip(op.outputs, outs):
@@ -74,3 +91,28 @@ class CPUExecutor:
                 if remaining[operand.name] == 0:
                     values.pop(operand.name, None)
         return [values[o.name] for o in graph.output_operands]
+
+
+def find_fusions(steps, keep: set[str], specs) -> dict[str, tuple]:
+    """{producer name: (activate, activation operator)} for every fusable pair.
+
+    A pair fuses when the activation has an in-place form, its producer accepts one, and the
+    producer's output is a float tensor read by nothing else (not even as a model output):
+    otherwise someone would see the activated values where they expect the raw ones.
+    """
+    fusions = {}
+    for op in steps:
+        activate = op.layer.in_place_form()
+        if activate is None or len(op.inputs) != 1:
+            continue
+        source = op.inputs[0]
+        producer = source.producer
+        if (producer is None or producer.layer is None or len(producer.outputs) != 1
+                or not producer.layer.accepts_activation or producer.name in fusions
+                or source.name in keep or len(source.consumers) != 1):
+            continue
+        spec = specs.get(source.name)
+        if spec is None or not np.issubdtype(spec.dtype, np.floating) or len(spec.shape) == 0:
+            continue
+        fusions[producer.name] = (activate, op)
+    return fusions

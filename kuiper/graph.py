@@ -224,7 +224,7 @@ class RuntimeGraph:
             from kuiper.opencl.executor import OpenCLExecutor
             return OpenCLExecutor(self, **self.backend_options)
         from kuiper.executor import CPUExecutor
-        return CPUExecutor(self)
+        return CPUExecutor(self, fuse=self.backend_options.get("fuse", True))
 
     # --- run ------------------------------------------------------------------------------------
     def forward(self, *inputs: Any, observer: Observer | None = None) -> list[np.ndarray]:

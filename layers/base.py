@@ -13,17 +13,43 @@ and what lets a model exported at 1x3x224x224 run at 4x3x160x160.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
+
+import numpy as np
 
 from kuiper.errors import ShapeError
 from kuiper.ir import RuntimeOperator
 from kuiper.tensor_spec import TensorSpec
 
+Activate = Callable[[np.ndarray, np.ndarray], object]
+
+
+def activate_output(y: Any, inputs: Sequence[Any], activate: Activate | None) -> Any:
+    """Apply a fused activation to a layer's result, in place when that is safe.
+
+    In place needs an array of the layer's own: one that shares no memory with an input (an
+    expression like `@0` returns its input itself, and the input may still be needed).
+    """
+    if activate is None:
+        return y
+    y = np.asarray(y)
+    owned = y.ndim > 0 and y.flags.writeable and not any(
+        isinstance(x, np.ndarray) and np.may_share_memory(y, x) for x in inputs)
+    out = y if owned else np.empty_like(y)
+    activate(y, out)
+    return out
+
 
 class Layer:
     op_types: ClassVar[tuple[str, ...]] = ()
     backend: ClassVar[str] = "cpu"
+    # Activation fusion (the CPU executor, kuiper/executor.py): a ReLU right after a
+    # convolution need not be a separate pass over memory. A layer that sets
+    # `accepts_activation` takes `forward(inputs, activate=f)` and applies `f(x, out=y)` to its
+    # single output as it writes it; an elementwise layer whose `in_place_form()` returns such
+    # an `f` can be fused into its producer that way.
+    accepts_activation: ClassVar[bool] = False
 
     def __init__(self, op: RuntimeOperator):
         self.op = op
@@ -44,6 +70,10 @@ class Layer:
     def flops(self, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> int:
         """Multiply-adds counted as 2 FLOPs; 0 for data movement. Used by summary()."""
         return 0
+
+    def in_place_form(self) -> Activate | None:
+        """`f(x, out)` computing this layer's output into `out` (may be `x`), or None."""
+        return None
 
     # --- helpers for subclasses ---------------------------------------------------------------
     def shape_error(self, message: str) -> ShapeError:

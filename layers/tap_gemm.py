@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from layers import blas
+from layers.base import Activate
 from layers.im2col import workspace
 
 
@@ -81,10 +82,11 @@ def phase_planes(xp: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
 
 def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
                 kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
-                out_size: tuple[int, int]) -> np.ndarray:
+                out_size: tuple[int, int], activate: Activate | None = None) -> np.ndarray:
     """Convolve a padded input (N, C, Hp, Wp) with tap weights from `tap_weights`.
 
-    Returns a new (N, Cout, Ho, Wo) array.
+    Returns a new (N, Cout, Ho, Wo) array. `activate(x, out)` (a fused ReLU, say) is applied
+    by the pass that cuts the output grid anyway, so it costs nothing extra.
     """
     n, c, hp, wp = xp.shape
     (sh, sw), (dh, dw), (ho, wo) = stride, dilation, out_size
@@ -110,5 +112,9 @@ def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
                 blas.gemm_into(taps[t, g], shifted, out, accumulate=t > 0 or bias is not None)
     # cut the garbage columns off, into a fresh array that the layer returns
     y = np.empty((n, groups * m, ho, wo), np.float32)
-    np.copyto(y, grid.reshape(n, groups * m, ho, wq)[..., :wo])
+    valid = grid.reshape(n, groups * m, ho, wq)[..., :wo]
+    if activate is None:
+        np.copyto(y, valid)
+    else:
+        activate(valid, y)
     return y

@@ -98,7 +98,14 @@ def erf(x: np.ndarray) -> np.ndarray:
 @register("nn.ReLU6", "F.relu6", backend="cpu")
 class ReLU6(Activation):
     def compute(self, x):
-        return np.minimum(np.maximum(x, 0), 6)
+        return np.clip(x, 0, 6)  # keeps NaN, as torch does
+
+    def in_place_form(self):
+        return relu6_into
+
+
+def relu6_into(x: np.ndarray, out: np.ndarray) -> None:
+    np.clip(x, 0, 6, out=out)
 
 
 @register("nn.LeakyReLU", "F.leaky_relu", backend="cpu")

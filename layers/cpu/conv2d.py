@@ -26,7 +26,7 @@ import numpy as np
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 from layers import im2col, tap_gemm
-from layers.base import Layer
+from layers.base import Layer, activate_output
 
 PADDING_MODES = tuple(im2col.PAD_MODES)
 
@@ -59,6 +59,7 @@ class ConvNd(Layer):
     # GEMM over a column matrix), "taps" (one GEMM per kernel tap, 2-D only, needs direct BLAS),
     # or "auto" (tap_gemm.prefer_taps decides per shape). Tests set it to check both.
     lowering = "auto"
+    accepts_activation = True  # a following ReLU is applied as the output is written
 
     @classmethod
     def from_operator(cls, op):
@@ -197,7 +198,7 @@ class ConvNd(Layer):
         return 2 * outputs[0].numel * int(np.prod(self.weight_of(inputs)[1:]))
 
     # --- compute --------------------------------------------------------------------------------
-    def forward(self, inputs):
+    def forward(self, inputs, activate=None):
         x = inputs[0]
         geo = self.call_geometry(inputs)
         if self.weight is None:  # F.convNd: the weight arrives as an input, reshape it per call
@@ -216,13 +217,15 @@ class ConvNd(Layer):
             if bias is not None:
                 y += bias[:, None]
         elif self.use_taps(geo):
+            # the fused activation rides on the copy that cuts the output grid
             y = tap_gemm.conv2d_taps(xp, self.taps_of(inputs), bias, geo.kernel, self.stride,
-                                     self.dilation, geo.out)
+                                     self.dilation, geo.out, activate)
+            activate = None
         else:
             cols = im2col.im2col(xp, geo.kernel, self.stride, self.dilation, geo.out, g,
                                  ones_row=bias is not None)
             y = gemm(wmat, cols)  # [W | b] @ [cols; 1]: the bias comes with the product
-        return [y.reshape(geo.out_shape)]
+        return [activate_output(y.reshape(geo.out_shape), inputs, activate)]
 
     def use_taps(self, geo: ConvGeometry) -> bool:
         if self.lowering == "im2col" or self.ndim != 2:

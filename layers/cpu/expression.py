@@ -26,7 +26,7 @@ import numpy as np
 from kuiper.errors import ExpressionError
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
+from layers.base import Layer, activate_output
 from parser.expression import BroadcastError, Symbolic, evaluate, parse, to_rpn
 from parser.expression.dtypes import result_type, type_of
 from parser.expression.functions import FUNCTIONS
@@ -35,6 +35,8 @@ from parser.expression.rpn import Op
 
 @register("pnnx.Expression", backend="cpu")
 class Expression(Layer):
+    accepts_activation = True  # a following ReLU runs in place on the fresh output
+
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
@@ -69,8 +71,8 @@ class Expression(Layer):
     def infer(self, inputs: Sequence[TensorSpec]) -> list[TensorSpec]:
         return [spec_of(self.symbolic_result(inputs))]
 
-    def forward(self, inputs: Sequence[Any]) -> list[Any]:
-        return [self.run(list(inputs))]
+    def forward(self, inputs: Sequence[Any], activate=None) -> list[Any]:
+        return [activate_output(self.run(list(inputs)), inputs, activate)]
 
     def flops(self, inputs, outputs) -> int:
         ops = sum(1 for ins in self.rpn if isinstance(ins, Op) and ins.name in FUNCTIONS

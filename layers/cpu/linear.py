@@ -15,11 +15,13 @@ import numpy as np
 
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
+from layers.base import Layer, activate_output
 
 
 @register("nn.Linear", "F.linear", backend="cpu")
 class Linear(Layer):
+    accepts_activation = True  # a following ReLU runs in place on the fresh output
+
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
@@ -62,7 +64,7 @@ class Linear(Layer):
     def flops(self, inputs, outputs):
         return 2 * outputs[0].numel * self.weight_of(inputs)[1]
 
-    def forward(self, inputs):
+    def forward(self, inputs, activate=None):
         x = np.asarray(inputs[0], dtype=np.float32)
         if self.weight is None:
             weight_t = np.asarray(inputs[1], dtype=np.float32).T  # a view: BLAS reads it as is
@@ -72,4 +74,4 @@ class Linear(Layer):
         y = np.matmul(x.reshape(-1, x.shape[-1]), weight_t)
         if bias is not None:
             y += bias
-        return [y.reshape(*x.shape[:-1], weight_t.shape[1])]
+        return [activate_output(y.reshape(*x.shape[:-1], weight_t.shape[1]), inputs, activate)]

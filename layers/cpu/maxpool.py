@@ -58,9 +58,12 @@ class MaxPool(Layer):
         out = output_shape(x.shape, self.rank, oh, ow)
         view = x.reshape(planes, h, w)
         if not self.with_indices:
-            best = np.full((planes, oh, ow), -np.inf, dtype=x.dtype)
+            best = None
             for _, _, values in window_taps(view, self.windows, oh, ow, -np.inf):
-                np.maximum(best, values, out=best)  # np.maximum propagates NaN, as PyTorch
+                if best is None:
+                    best = values.copy()  # the first tap starts the running maximum
+                else:
+                    np.maximum(best, values, out=best)  # propagates NaN, as PyTorch
             return [best.reshape(out)]
         best, index = self._with_indices(view, h, w, oh, ow)
         return [best.reshape(out), index.reshape(out)]
