@@ -4,6 +4,11 @@ compare with PyTorch and onnxruntime on the same machine, in the same run?
 Method (what makes the numbers worth writing down):
 - the same seeded input for every column; `--warmup` untimed runs first (OpenCL compiles and
   binds, caches warm up), then `--repeat` timed runs of one whole inference each;
+- the timed runs are *interleaved*: `--rounds` rounds, each giving every column a block of its
+  runs. A shared or virtual machine speeds up and slows down by tens of percent over seconds;
+  timing all of one column and then all of the next would pin such a phase on one framework.
+  Before each block the machine idles for a moment, because every framework's worker threads
+  keep spinning a while after their last task (OpenBLAS: ~0.1 s) and would slow the next one;
 - we report the median (typical) and the min (best case, least disturbed by other processes)
   rather than the mean, which one hiccup can move;
 - every column is checked against the first one (max |diff|), so a fast wrong answer shows;
@@ -35,6 +40,7 @@ from kuiper.errors import KuiperError, OpenCLUnavailableError
 # torch-cuda-default: PyTorch's defaults (cuDNN convolutions may use TF32 tensor cores).
 REFERENCES = ("torch", "onnxruntime", "torch-cuda", "torch-cuda-default")
 PROFILE_RUNS = 5
+SETTLE_SECONDS = 0.25  # longer than OpenBLAS's and OpenMP's spin-wait before their threads sleep
 
 
 @dataclass
@@ -46,6 +52,8 @@ class Column:
     outputs: list = field(default_factory=list)
     profile: dict[str, float] = field(default_factory=dict)  # operator name -> seconds
     note: str = ""
+    run: Callable[[], object] | None = field(default=None, repr=False)  # one inference
+    profiler: Callable[[], dict[str, float]] | None = field(default=None, repr=False)
 
     @property
     def median(self) -> float:
@@ -81,6 +89,8 @@ def add_parser(sub) -> None:
                    help="references: torch (pnnx's <stem>_pnnx.py beside the model) and/or "
                    "onnxruntime (the .pnnx.onnx beside it)")
     p.add_argument("--repeat", type=int, default=20, help="timed runs (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=5, help="the timed runs are split into this "
+                   "many interleaved rounds over the columns (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first "
                    "(default: %(default)s)")
     p.add_argument("--threads", type=int, default=2, help="threads for PyTorch, onnxruntime "
@@ -94,10 +104,11 @@ def add_parser(sub) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    if args.repeat < 1 or args.warmup < 0 or args.threads < 1:
-        raise KuiperError("--repeat and --threads must be at least 1, --warmup at least 0")
+    if args.repeat < 1 or args.warmup < 0 or args.threads < 1 or args.rounds < 1:
+        raise KuiperError("--repeat, --rounds and --threads must be at least 1, --warmup at "
+                          "least 0")
     return benchmark(args.model, args.backends, args.against, args.repeat, args.warmup,
-                     args.threads, args.input_shape, args.device, args.top)
+                     args.threads, args.input_shape, args.device, args.top, args.rounds)
 
 
 # --- timing ---------------------------------------------------------------------------------
@@ -110,19 +121,26 @@ def blas_threads(threads: int):
     return threadpool_limits(limits=threads, user_api="blas")
 
 
-def timed(column: Column, run: Callable[[], object], warmup: int, repeat: int, advance) -> None:
-    for _ in range(warmup):
-        run()
-        advance()
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        column.runs.append(time.perf_counter() - start)
-        advance()
+def time_columns(columns: list[Column], warmup: int, repeat: int, rounds: int,
+                 advance: Callable[[Column], None]) -> None:
+    """Warm every column up, then time `repeat` runs of each in interleaved rounds."""
+    for column in columns:
+        for _ in range(warmup):
+            column.run()
+            advance(column)
+    rounds = min(rounds, repeat)
+    blocks = [repeat // rounds + (i < repeat % rounds) for i in range(rounds)]
+    for block in blocks:
+        for column in columns:
+            time.sleep(SETTLE_SECONDS)
+            for _ in range(block):
+                start = time.perf_counter()
+                column.run()
+                column.runs.append(time.perf_counter() - start)
+                advance(column)
 
 
-def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict,
-                 advance) -> Column:
+def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) -> Column:
     import kuiper
 
     options = {"profiling": True} if backend == "opencl" else {}
@@ -137,15 +155,19 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict,
     if graph.fallbacks:
         column.note = f"{len(graph.fallbacks)} operator(s) fall back to the CPU"
     column.outputs = graph.forward(*inputs)
-    timed(column, lambda: graph.forward(*inputs), args["warmup"], args["repeat"], advance)
+    column.run = lambda: graph.forward(*inputs)
     if args["top"] > 0:
-        column.profile = (opencl_profile(graph, inputs) if backend == "opencl"
-                          else cpu_profile(graph, inputs))
+        column.profiler = lambda: (opencl_profile(graph, inputs) if backend == "opencl"
+                                   else cpu_profile(graph, inputs))
     return column
 
 
 def cpu_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
-    """Median wall time of each layer's forward() over a few runs (the observer hook)."""
+    """Median wall time of each layer's forward() over a few runs (the observer hook).
+
+    Under an observer every operator runs on its own, unfused (kuiper/executor.py): a fused
+    ReLU shows up with its own (small) time here, while the timed runs above had none.
+    """
     samples: dict[str, list[float]] = {}
 
     def observe(op, outputs, seconds):
@@ -167,7 +189,7 @@ def opencl_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
-def bench_torch(path: str, inputs: list[np.ndarray], args: dict, advance) -> Column:
+def bench_torch(path: str, inputs: list[np.ndarray], args: dict) -> Column:
     import torch
 
     from kuiper.reference import load_torch_reference, run_torch_reference
@@ -182,11 +204,11 @@ def bench_torch(path: str, inputs: list[np.ndarray], args: dict, advance) -> Col
         with torch.inference_mode():
             model(*tensors)
 
-    timed(column, run, args["warmup"], args["repeat"], advance)
+    column.run = run
     return column
 
 
-def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict, advance,
+def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict,
                      tf32: bool | None = None) -> Column:
     """PyTorch eager on the GPU; `tf32=False` forces true fp32, None keeps PyTorch's defaults.
     Each timed run ends with a synchronize, so the time is the whole inference."""
@@ -213,7 +235,7 @@ def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict, advance,
             model(*tensors)
         torch.cuda.synchronize()
 
-    timed(column, run, args["warmup"], args["repeat"], advance)
+    column.run = run
     return column
 
 
@@ -245,7 +267,7 @@ def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str) -> Path:
     return path
 
 
-def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict, advance) -> Column:
+def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column:
     import tempfile
 
     import onnxruntime as ort
@@ -270,7 +292,7 @@ def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict, advance) 
     column = Column(f"onnxruntime {ort.__version__} ({threads_label(args['threads'])}, "
                     f"{source})")
     column.outputs = session.run(None, feed)
-    timed(column, lambda: session.run(None, feed), args["warmup"], args["repeat"], advance)
+    column.run = lambda: session.run(None, feed)
     return column
 
 
@@ -314,7 +336,8 @@ def progress_bar():
 
 
 def benchmark(path: str, backends: list[str], against: list[str], repeat: int, warmup: int,
-              threads: int, input_shapes=None, device: str | None = None, top: int = 15) -> int:
+              threads: int, input_shapes=None, device: str | None = None, top: int = 15,
+              rounds: int = 5) -> int:
     import kuiper
     from kuiper.inputs import random_inputs
     from kuiper.summary import human
@@ -329,33 +352,39 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
     busy = busy_warning()
     if busy:
         print(busy)
-    print(f"{warmup} warm-up run(s), then median and min of {repeat} timed run(s)\n")
+    print(f"{warmup} warm-up run(s), then median and min of {repeat} timed run(s) per column, "
+          f"interleaved in {min(rounds, repeat)} round(s)\n")
 
     args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top}
     jobs: list[tuple[str, Callable]] = []
     for b in backends:
-        jobs.append((f"kuiper {b}", lambda adv, b=b: bench_kuiper(path, b, inputs, args, adv)))
+        jobs.append((f"kuiper {b}", lambda b=b: bench_kuiper(path, b, inputs, args)))
     runners = {"torch": bench_torch, "onnxruntime": bench_onnxruntime,
                "torch-cuda": lambda *a: bench_torch_cuda(*a, tf32=False),
                "torch-cuda-default": lambda *a: bench_torch_cuda(*a, tf32=None)}
     for ref in against:
-        jobs.append((ref, lambda adv, ref=ref: runners[ref](path, inputs, args, adv)))
+        jobs.append((ref, lambda ref=ref: runners[ref](path, inputs, args)))
 
     columns: list[Column] = []
     skipped: list[str] = []
     bar = progress_bar()
     with bar if bar is not None else contextlib.nullcontext(), blas_threads(threads):
-        for name, job in jobs:
-            task = bar.add_task(name, total=warmup + repeat) if bar is not None else None
-            advance = (lambda t=task: bar.advance(t)) if bar is not None else (lambda: None)
+        for name, job in jobs:  # load every model first: a failure shows before any timing
             try:
-                columns.append(job(advance))
+                columns.append(job())
             except OpenCLUnavailableError as e:
                 skipped.append(f"{name}: skipped, {e}")
             except Exception as e:
                 if name.startswith("kuiper"):
                     raise
                 skipped.append(f"{name}: skipped, {why(e)}")
+        tasks = {id(c): bar.add_task(c.label, total=warmup + repeat) if bar is not None
+                 else None for c in columns}
+        time_columns(columns, warmup, repeat, rounds,
+                     lambda c: bar.advance(tasks[id(c)]) if bar is not None else None)
+        for column in columns:
+            if column.profiler is not None:
+                column.profile = column.profiler()
     report(columns, skipped, probe, top)
     return 0
 

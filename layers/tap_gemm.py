@@ -46,15 +46,17 @@ def tap_weights(w: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(per_group.transpose(3, 0, 1, 2))
 
 
-def prefer_taps(cin_g: int, kernel, out_size) -> bool:
+def prefer_taps(cin_g: int, kernel, stride, out_size) -> bool:
     """Use tap GEMMs where im2col's copy is expensive and the small-K GEMMs still run fast.
 
-    Measured on ResNet-18's layers (2-core AMD EPYC, OpenBLAS): a 3x3 convolution over >= 64
-    channels of 28x28 or more runs 1.3-1.8x faster by taps; at 7x7 the GEMMs get too thin and
-    im2col wins. Few input channels (the RGB stem) make K tiny: im2col there too.
+    Measured inside ResNet-18 (1x3x224x224, 2-core AMD EPYC, OpenBLAS, both lowerings
+    interleaved in one process): 3x3 stride-1 convolutions run 1.1-1.3x faster by taps at
+    56x56 and 28x28, 1.1x at 14x14, but 0.85x at 7x7 (the GEMMs get too thin). With stride 2
+    the phase copy costs what it saves (0.8-1.0x), and the 3-channel stem with its K = 3 per
+    tap runs at half speed: im2col for those.
     """
     return (available() and len(kernel) == 2 and int(np.prod(kernel)) > 1
-            and cin_g >= 32 and int(np.prod(out_size)) >= 400)
+            and tuple(stride) == (1, 1) and cin_g >= 32 and int(np.prod(out_size)) >= 100)
 
 
 def phase_planes(xp: np.ndarray, stride: tuple[int, int]) -> np.ndarray:

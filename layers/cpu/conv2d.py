@@ -232,7 +232,7 @@ class ConvNd(Layer):
             return False
         if self.lowering == "taps":
             return tap_gemm.available()
-        return tap_gemm.prefer_taps(geo.cin_g, geo.kernel, geo.out)
+        return tap_gemm.prefer_taps(geo.cin_g, geo.kernel, self.stride, geo.out)
 
     def taps_of(self, inputs) -> np.ndarray:
         """The weight as one matrix per kernel tap, made once for a module's own weight."""
