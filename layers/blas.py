@@ -14,8 +14,9 @@ already guarantees that its elements lie inside the buffer; `_blas_layout` only 
 BLAS can read as they are (unit stride along rows, leading dimension >= row length), so nothing
 outside an operand's own elements is ever touched.
 
-If no usable BLAS is found (not Linux, or a NumPy built against an unknown library),
-`available()` is False and callers use their NumPy-only path.
+If no usable BLAS is found (not Linux, a NumPy built against an unknown library, or a found
+`sgemm` that fails a tiny self-check at import), or KUIPER_DIRECT_BLAS=0 is set, `available()`
+is False and callers use their NumPy-only path.
 """
 
 from __future__ import annotations
@@ -34,14 +35,16 @@ _ROW_MAJOR, _NO_TRANS = 101, 111  # CBLAS enum values
 
 
 def _loaded_blas_paths() -> list[str]:
-    """Shared libraries with 'blas' or 'mkl' in their name that this process has mapped."""
+    """Shared libraries with 'blas' or 'mkl' in their name that this process has mapped,
+    NumPy's own first (other packages may have loaded a BLAS of their own)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "/" in line}
     except OSError:
         return []
     names = [p for p in paths if any(s in os.path.basename(p) for s in ("blas", "mkl_rt"))]
-    return sorted(names)
+    numpy_dir = os.path.dirname(os.path.dirname(np.__file__))
+    return sorted(names, key=lambda p: (not p.startswith(os.path.join(numpy_dir, "numpy")), p))
 
 
 def _find_sgemm():
@@ -60,8 +63,19 @@ def _find_sgemm():
                            ctypes.c_float, ctypes.c_void_p, int_t, ctypes.c_void_p, int_t,
                            ctypes.c_float, ctypes.c_void_p, int_t]
             fn.restype = None
-            return fn
+            if _self_check(fn):
+                return fn
     return None
+
+
+def _self_check(fn) -> bool:
+    """One 2x3 @ 3x2 product, accumulated: a wrong integer size or argument order shows here."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(6, dtype=np.float32).reshape(3, 2) - 2
+    c = np.ones((2, 2), np.float32)
+    fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, 2, 2, 3, 1.0, a.ctypes.data, 3, b.ctypes.data, 2,
+       1.0, c.ctypes.data, 2)
+    return bool(np.array_equal(c, a @ b + 1))
 
 
 _sgemm = _find_sgemm()

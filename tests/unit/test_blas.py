@@ -1,12 +1,16 @@
 """layers.blas: the direct sgemm call (C = A @ B or C += A @ B) on strided NumPy views."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
 from layers import blas
 
-pytestmark = pytest.mark.skipif(
+needs_blas = pytest.mark.skipif(
     not blas.available(),
     reason="NumPy's BLAS exposes no cblas_sgemm this module knows (the conv layers then use "
            "im2col only)")
@@ -16,6 +20,7 @@ def reference(a, b):
     return a.astype(np.float64) @ b.astype(np.float64)
 
 
+@needs_blas
 def test_overwrite_then_accumulate_on_strided_views(rng):
     big_a = rng.standard_normal((9, 20)).astype(np.float32)
     big_b = rng.standard_normal((13, 40)).astype(np.float32)
@@ -35,6 +40,7 @@ def test_overwrite_then_accumulate_on_strided_views(rng):
     assert np.array_equal(canvas[outside], before[outside]), "wrote outside the output view"
 
 
+@needs_blas
 def test_sizes_of_one(rng):
     a = rng.standard_normal((1, 5)).astype(np.float32)
     b = rng.standard_normal((5, 1)).astype(np.float32)
@@ -43,6 +49,7 @@ def test_sizes_of_one(rng):
     np.testing.assert_allclose(c, reference(a, b), rtol=1e-5)
 
 
+@needs_blas
 def test_layouts_blas_cannot_read_are_refused(rng):
     x = rng.standard_normal(64).astype(np.float32)
     ok = x[:16].reshape(4, 4)
@@ -60,3 +67,27 @@ def test_layouts_blas_cannot_read_are_refused(rng):
     frozen.flags.writeable = False
     with pytest.raises(ValueError, match="writeable"):
         blas.gemm_into(ok, ok, frozen, accumulate=False)
+
+
+def test_without_direct_blas_convolutions_fall_back_to_im2col():
+    """KUIPER_DIRECT_BLAS=0 (or a NumPy whose BLAS is not found): no taps, same results."""
+    code = """
+import numpy as np, torch, torch.nn.functional as F
+from layers import blas, tap_gemm
+from layers.cpu.conv2d import ConvNd
+from kuiper.testing import assert_close, run_operator
+assert not blas.available() and not tap_gemm.available()
+ConvNd.lowering = "taps"  # asked for, but not available: im2col runs
+rng = np.random.default_rng(0)
+x = rng.standard_normal((1, 32, 12, 11)).astype(np.float32)
+w = rng.standard_normal((8, 32, 3, 3)).astype(np.float32)
+params = {"in_channels": 32, "out_channels": 8, "kernel_size": (3, 3), "padding": (1, 1),
+          "bias": False}
+(y,) = run_operator("nn.Conv2d", [x], params=params, weights={"weight": w})
+assert_close(y, F.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy())
+print("ok")
+"""
+    env = {**os.environ, "KUIPER_DIRECT_BLAS": "0"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
