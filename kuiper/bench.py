@@ -432,7 +432,8 @@ def report(columns: list[Column], skipped: list[str], probe, top: int) -> None:
     names = sorted(key, key=lambda n: -key[n])
     total = {c.label: sum(c.profile.values()) for c in profiled}
     print(f"\nper-operator time (ms), top {min(top, len(names))} of {len(names)} by "
-          f"{profiled[0].label}; cpu: layer wall time, opencl: kernel time on the device")
+          f"{profiled[0].label}; cpu: layer wall time, every operator run on its own (no ReLU "
+          "fusion); opencl: kernel time on the device")
     rows = [("operator", "type") + tuple(c.label.split(" (")[0] for c in profiled) + ("share",)]
     for name in names[:top]:
         op_type = ops[name].type if name in ops else "?"
