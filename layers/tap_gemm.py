@@ -3,8 +3,8 @@
 im2col (layers/im2col.py) copies the input kh*kw times into a column matrix so that the whole
 convolution is one GEMM. For a 3x3 convolution over 64 channels of 56x56 that matrix is 7 MB,
 and writing then reading it back costs a quarter to a third of the GEMM's own time inside
-ResNet-18 on a 2-core machine. This module skips
-the copy. Split the sum over the kernel into its taps (i, j):
+ResNet-18 on a 2-core machine. This module skips the copy. Split the sum over the kernel into
+its taps (i, j):
 
     out[o, y, x] = sum over (i, j) of  sum over c of  w[o, c, i, j] * in[c, y + i, x + j]
 
