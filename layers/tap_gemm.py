@@ -24,6 +24,12 @@ multiplies the tap's offset: (i*d, j*d).
 
 The GEMMs have K = C (channels) instead of C*kh*kw, so this pays off for many channels and
 large images; layers/cpu/conv2d.py chooses between the two lowerings (see `prefer_taps`).
+
+Depthwise convolutions (one input channel per group, MobileNet's) use the same grid with no
+GEMM at all: each tap is one multiply-add of a shifted view by a per-channel weight
+(`depthwise_taps`). On the grid every such view is one long contiguous run per channel, which
+NumPy vectorises better than the short strided rows of the unpadded output: up to 1.5x faster
+on MobileNetV2's large early layers, on par on the small late ones (1.2x over all of them).
 """
 
 from __future__ import annotations
@@ -83,20 +89,42 @@ def phase_planes(xp: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
     return planes.reshape(n, sh * sw, c, hq * wq)
 
 
+def tap_offsets(kernel, stride, dilation, wq: int):
+    """(tap index, phase, start) of every kernel tap on a grid of row length `wq`."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    for t in range(kh * kw):
+        ri, cj = (t // kw) * dh, (t % kw) * dw  # the tap's offset in the padded input
+        yield t, (ri % sh) * sw + cj % sw, (ri // sh) * wq + cj // sw
+
+
+def cut_grid(grid: np.ndarray, ho: int, wq: int, wo: int,
+             activate: Activate | None) -> np.ndarray:
+    """The real (N, C, Ho, Wo) output out of a (N, ..., Ho*Wq) grid, in a fresh array.
+
+    `activate(x, out)` (a fused ReLU, say) rides on this copy, so it costs nothing extra.
+    """
+    n = grid.shape[0]
+    valid = grid.reshape(n, -1, ho, wq)[..., :wo]
+    y = np.empty(valid.shape, np.float32)
+    if activate is None:
+        np.copyto(y, valid)
+    else:
+        activate(valid, y)
+    return y
+
+
 def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
                 kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
                 out_size: tuple[int, int], activate: Activate | None = None) -> np.ndarray:
     """Convolve a padded input (N, C, Hp, Wp) with tap weights from `tap_weights`.
 
-    Returns a new (N, Cout, Ho, Wo) array. `activate(x, out)` (a fused ReLU, say) is applied
-    by the pass that cuts the output grid anyway, so it costs nothing extra.
+    Returns a new (N, Cout, Ho, Wo) array, `activate`d if given (see `cut_grid`).
     """
-    n, c, hp, wp = xp.shape
-    (sh, sw), (dh, dw), (ho, wo) = stride, dilation, out_size
+    n = xp.shape[0]
+    ho, wo = out_size
     n_taps, groups, m, cin_g = taps.shape
-    kw = kernel[1]
     planes = phase_planes(xp, stride)
-    wq = -(-wp // sw)  # row length of the output grid (= of every phase)
+    wq = -(-xp.shape[3] // stride[1])  # row length of the output grid (= of every phase)
     length = (ho - 1) * wq + wo  # grid positions up to the last real output pixel
     grid = workspace("tap_grid", (n, groups, m, ho * wq), np.float32)
     if bias is not None:
@@ -107,17 +135,37 @@ def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
         for g in range(groups):
             out = grid[image, g, :, :length]
             channels = slice(g * cin_g, (g + 1) * cin_g)
-            for t in range(n_taps):
-                ri, cj = (t // kw) * dh, (t % kw) * dw  # the tap's offset in the padded input
-                phase = (ri % sh) * sw + cj % sw
-                start = (ri // sh) * wq + cj // sw
+            for t, phase, start in tap_offsets(kernel, stride, dilation, wq):
                 shifted = planes[image, phase, channels, start:start + length]
                 blas.gemm_into(taps[t, g], shifted, out, accumulate=t > 0 or bias is not None)
-    # cut the garbage columns off, into a fresh array that the layer returns
-    y = np.empty((n, groups * m, ho, wo), np.float32)
-    valid = grid.reshape(n, groups * m, ho, wq)[..., :wo]
-    if activate is None:
-        np.copyto(y, valid)
-    else:
-        activate(valid, y)
-    return y
+    return cut_grid(grid, ho, wq, wo, activate)
+
+
+def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+                   kernel: tuple[int, int], stride: tuple[int, int],
+                   dilation: tuple[int, int], out_size: tuple[int, int],
+                   activate: Activate | None = None) -> np.ndarray:
+    """Depthwise convolution of a padded input (N, G, Hp, Wp): one input channel per group.
+
+    `w` is (G, M, kh*kw), M output channels per group (a channel multiplier); `bias` (G*M,).
+    Every tap adds `w[g, m, t] * shifted input channel g` into output channel (g, m).
+    """
+    n, g = xp.shape[:2]
+    m = w.shape[1]
+    ho, wo = out_size
+    planes = phase_planes(xp, stride)
+    wq = -(-xp.shape[3] // stride[1])
+    length = (ho - 1) * wq + wo
+    grid = workspace("tap_grid", (n, g, m, ho * wq), np.float32)
+    out = grid[..., :length]
+    product = workspace("tap_product", out.shape, np.float32)
+    for t, phase, start in tap_offsets(kernel, stride, dilation, wq):
+        shifted = planes[:, phase, :, None, start:start + length]  # (N, G, 1, length)
+        if t == 0:
+            np.multiply(shifted, w[:, :, t:t + 1], out=out)
+        else:
+            np.multiply(shifted, w[:, :, t:t + 1], out=product)
+            out += product
+    if bias is not None:
+        out += bias.reshape(g, m, 1)
+    return cut_grid(grid, ho, wq, wo, activate)

@@ -10,7 +10,8 @@ How it runs (layers/im2col.py explains the column matrix):
 - with many channels and large images, one GEMM per kernel tap reading the padded input in
   place beats building the column matrix (layers/tap_gemm.py; `lowering` picks the method);
 - with one input channel per group (depthwise) a GEMM with K = kh*kw would be all overhead, so
-  we add up kh*kw shifted views of the input, each scaled by its weight, instead.
+  we add up kh*kw shifted views of the input, each scaled by its weight, instead (on
+  tap_gemm's wide grid, where each shifted view is contiguous).
 
 PNNX writes `nn.Conv2d` with `@weight` (Cout, Cin/groups, kh, kw) and `@bias`; a BatchNorm after
 a conv is already folded into them (`convbn2d_N`). `F.conv2d` takes the weight (and bias) as
@@ -209,7 +210,8 @@ class ConvNd(Layer):
         xp = im2col.pad_input(x, geo.pads, self.padding_mode)
         g, k = self.groups, geo.cin_g * int(np.prod(geo.kernel))
         if geo.cin_g == 1 and g > 1:
-            y = self._depthwise(xp, wmat[..., :k], bias, geo)
+            y = self._depthwise(xp, wmat[..., :k], bias, geo, activate)
+            activate = None  # applied while cutting the grid
         elif all(kk == 1 for kk in geo.kernel) and all(s == 1 for s in self.stride):
             # pointwise: the (padded) input already is the column matrix, no copy at all
             cols = np.ascontiguousarray(xp).reshape(geo.n, g, k, -1)
@@ -243,20 +245,15 @@ class ConvNd(Layer):
         return self._taps
 
     def _depthwise(self, xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
-                   geo: ConvGeometry) -> np.ndarray:
-        """One input channel per group: sum over kernel offsets of weight * shifted input."""
-        view = im2col.windows(xp, geo.kernel, self.stride, self.dilation, geo.out)
-        g, m = w.shape[:2]  # w: (G, M, prod(k)), M = output channels per group
-        spatial = (None,) * len(geo.out)
-        y = np.zeros((geo.n, g, m, *geo.out), np.float32)
-        if bias is not None:
-            y += bias.reshape(g, m, *(1,) * len(geo.out))
-        tmp = np.empty_like(y)
-        for k, offset in enumerate(np.ndindex(*geo.kernel)):
-            shifted = view[(slice(None), slice(None), *offset)][:, :, None]  # (N, G, 1, *out)
-            np.multiply(shifted, w[(None, slice(None), slice(None), k, *spatial)], out=tmp)
-            y += tmp
-        return y
+                   geo: ConvGeometry, activate) -> np.ndarray:
+        """One input channel per group: tap_gemm's grid with a multiply-add per tap.
+
+        A 1-D convolution is the 2-D one of a single row: add a unit height axis."""
+        lift = (1,) * (2 - len(geo.out))
+        xp = xp.reshape(geo.n, geo.c, *lift, *xp.shape[2:])
+        y = tap_gemm.depthwise_taps(xp, w, bias, lift + geo.kernel, lift + tuple(self.stride),
+                                    lift + tuple(self.dilation), lift + geo.out, activate)
+        return y.reshape(geo.n, geo.cout, *geo.out)
 
 
 def gemm(w: np.ndarray, cols: np.ndarray) -> np.ndarray:
