@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kuiper.ir import RuntimeOperator
-from layers.im2col import workspace
+from layers.im2col import pad_input
 
 
 def spatial_rank(op_type: str) -> int:
@@ -134,8 +134,9 @@ def window_taps(planes: np.ndarray, windows: tuple[Window, Window], oh: int, ow:
     _, h, w = planes.shape
     need_h = (oh - 1) * wy.stride + wy.span  # padded length the last window reaches
     need_w = (ow - 1) * wx.stride + wx.span
-    padded = pad_planes(planes, (wy.pad, max(0, need_h - wy.pad - h)),
-                        (wx.pad, max(0, need_w - wx.pad - w)), fill)
+    # into a reused workspace, only the borders filled (see im2col.pad_input)
+    padded = pad_input(planes, [(wy.pad, max(0, need_h - wy.pad - h)),
+                                (wx.pad, max(0, need_w - wx.pad - w))], value=fill)
     row0, col0 = wy.starts(oh), wx.starts(ow)
     for ky in range(wy.kernel):
         y0 = ky * wy.dilation
@@ -144,25 +145,6 @@ def window_taps(planes: np.ndarray, windows: tuple[Window, Window], oh: int, ow:
             values = padded[:, y0:y0 + (oh - 1) * wy.stride + 1:wy.stride,
                             x0:x0 + (ow - 1) * wx.stride + 1:wx.stride]
             yield row0 + y0, col0 + x0, values
-
-
-def pad_planes(planes: np.ndarray, rows: tuple[int, int], cols: tuple[int, int],
-               fill: float) -> np.ndarray:
-    """(P, H, W) padded by `rows` and `cols` (before, after) with `fill`; no copy if no padding.
-
-    The result lives in a reused workspace (like the convolution's padded input): only the
-    borders are filled, and no fresh pages are touched per call.
-    """
-    if not any(rows) and not any(cols):
-        return planes
-    p, h, w = planes.shape
-    out = workspace("pool_padded", (p, h + sum(rows), w + sum(cols)), planes.dtype)
-    out[:, rows[0]:rows[0] + h, cols[0]:cols[0] + w] = planes
-    out[:, :rows[0]] = fill
-    out[:, rows[0] + h:] = fill
-    out[:, :, :cols[0]] = fill
-    out[:, :, cols[0] + w:] = fill
-    return out
 
 
 def window_params(windows: tuple[Window, Window]) -> list[np.int32]:

@@ -89,6 +89,13 @@ def phase_planes(xp: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
     return planes.reshape(n, sh * sw, c, hq * wq)
 
 
+def wide_grid(xp: np.ndarray, stride: tuple[int, int], out_size: tuple[int, int]
+              ) -> tuple[np.ndarray, int, int]:
+    """(phase planes, grid row length Wq, grid positions up to the last real output pixel)."""
+    wq = -(-xp.shape[3] // stride[1])  # the row length of every phase
+    return phase_planes(xp, stride), wq, (out_size[0] - 1) * wq + out_size[1]
+
+
 def tap_offsets(kernel, stride, dilation, wq: int):
     """(tap index, phase, start) of every kernel tap on a grid of row length `wq`."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
@@ -123,9 +130,7 @@ def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
     n = xp.shape[0]
     ho, wo = out_size
     n_taps, groups, m, cin_g = taps.shape
-    planes = phase_planes(xp, stride)
-    wq = -(-xp.shape[3] // stride[1])  # row length of the output grid (= of every phase)
-    length = (ho - 1) * wq + wo  # grid positions up to the last real output pixel
+    planes, wq, length = wide_grid(xp, stride, out_size)
     grid = workspace("tap_grid", (n, groups, m, ho * wq), np.float32)
     if bias is not None:
         # start from the bias and let every tap accumulate: cheaper than adding it while
@@ -153,9 +158,7 @@ def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
     n, g = xp.shape[:2]
     m = w.shape[1]
     ho, wo = out_size
-    planes = phase_planes(xp, stride)
-    wq = -(-xp.shape[3] // stride[1])
-    length = (ho - 1) * wq + wo
+    planes, wq, length = wide_grid(xp, stride, out_size)
     grid = workspace("tap_grid", (n, g, m, ho * wq), np.float32)
     out = grid[..., :length]
     product = workspace("tap_product", out.shape, np.float32)
