@@ -1,4 +1,4 @@
-// Template of the kernel generated for every pnnx.Expression (layers/expression_codegen.py).
+// Template of the kernel generated for every pnnx.Expression (layers/opencl_helpers/expression_codegen.py).
 //
 // This file is not compiled as it is: the generator fills in the placeholders below, then builds it.
 // One work-item computes one output element: it turns its index `i` into output coordinates,

@@ -1,4 +1,4 @@
-// Helpers for the kernels generated from pnnx.Expression (layers/expression_codegen.py).
+// Helpers for the kernels generated from pnnx.Expression (layers/opencl_helpers/expression_codegen.py).
 //
 // OpenCL C has `/`, `%`, fmod, pow ... but with C's semantics, while an expression means
 // PyTorch's (which follows Python):

@@ -1,7 +1,7 @@
 // Reductions: one work-group per output element.
 //
 // Input element r of output o lives at x[base[o] + inner[r]] (tables built on the host, see
-// layers/reduce_util.py); with CONTIG the reduced axes are the trailing ones and inner[r] == r.
+// layers/common/reduce_axes.py); with CONTIG the reduced axes are the trailing ones and inner[r] == r.
 // Each work-item folds the elements r = l, l + WG, l + 2*WG, ... into a private partial result,
 // then the group combines the WG partials in local memory (clkernels/local_reduce.h).
 //

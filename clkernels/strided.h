@@ -1,7 +1,7 @@
 // Shared data-movement kernels, #included by the .cl file of each stem that uses them
 // (permute, slice, split, gather, expand, flip). Build with -DT=<type>: only the element
 // *size* matters for a copy, so the host picks uchar/ushort/uint/ulong
-// (layers/strided_util.py); -DI=<long|int> is the dtype of index tensors.
+// (layers/opencl_helpers/strided.py); -DI=<long|int> is the dtype of index tensors.
 //
 // meta = [shape[0..rank), strides[0..rank)] in elements; shapes and strides change with every
 // operator, so they are a small buffer bound once at build time rather than compile options.

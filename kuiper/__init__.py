@@ -45,7 +45,7 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
     `input_shapes` overrides the shapes the model was exported with (needed when the export has
     dynamic dims). OpenCL options: `device="0:1"` (as PYOPENCL_CTX), `out_of_order=True`,
     `profiling=True`. CPU option: `fuse=False` runs every ReLU as its own step instead of
-    fusing it into the convolution, linear or expression before it (kuiper/executor.py).
+    fusing it into the convolution, linear or expression before it (kuiper/cpu_executor.py).
     """
     graph = RuntimeGraph(param_path, bin_path, backend=backend, **backend_options)
     graph.init()

@@ -25,8 +25,8 @@ import numpy as np
 from kuiper import registry, topo
 from kuiper.errors import GraphError, InputError, KuiperError, ShapeError
 from kuiper.ir import RuntimeOperand, RuntimeOperator
+from kuiper.parser.values import DTYPES
 from kuiper.tensor_spec import TensorSpec
-from parser.values import DTYPES
 
 # parser.param / parser.binfile are imported inside init(): they import kuiper.errors, so a
 # module-level import here would make `import parser` (before kuiper) a circular import.
@@ -88,8 +88,8 @@ class RuntimeGraph:
 
     # --- init -----------------------------------------------------------------------------------
     def init(self) -> RuntimeGraph:
-        from parser.binfile import WeightArchive
-        from parser.param import read_param
+        from kuiper.parser.binfile import WeightArchive
+        from kuiper.parser.param import read_param
 
         model = read_param(self.param_path)
         needs_weights = any(d.attributes for d in model.operators)
@@ -223,7 +223,7 @@ class RuntimeGraph:
         if self.backend == "opencl":
             from kuiper.opencl.executor import OpenCLExecutor
             return OpenCLExecutor(self, **self.backend_options)
-        from kuiper.executor import CPUExecutor
+        from kuiper.cpu_executor import CPUExecutor
         return CPUExecutor(self, fuse=self.backend_options.get("fuse", True))
 
     # --- run ------------------------------------------------------------------------------------

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kuiper.errors import OperatorError
-from parser.values import as_float
+from kuiper.parser.values import as_float
 
 if TYPE_CHECKING:
-    from layers.base import Layer
-    from parser.param import OperatorDef
+    from kuiper.layers.base import Layer
+    from kuiper.parser.param import OperatorDef
 
 _MISSING = object()
 

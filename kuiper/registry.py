@@ -55,9 +55,9 @@ def load_layers(backend: str) -> None:
     if backend in _LOADED:
         return
     _LOADED.add(backend)
-    package = importlib.import_module(f"layers.{backend}")
+    package = importlib.import_module(f"kuiper.layers.{backend}")
     for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"layers.{backend}.{module.name}")
+        importlib.import_module(f"{package.__name__}.{module.name}")
 
 
 def lookup(op_type: str, backend: str = "cpu") -> type:
@@ -92,7 +92,11 @@ def layer_file(op_type: str, backend: str = "cpu") -> str:
     OpenCL twin is layers/opencl/<stem>.py, its kernels clkernels/<stem>.cl, its tests
     tests/layers/test_<stem>.py.
     """
-    return lookup(op_type, backend).__module__.replace(".", "/") + ".py"
+    module = lookup(op_type, backend).__module__.split(".")
+    # kuiper.layers.cpu.conv2d is layers/cpu/conv2d.py: the install maps kuiper.layers to layers/
+    if module[:2] in (["kuiper", "layers"], ["kuiper", "parser"]):
+        module = module[1:]
+    return "/".join(module) + ".py"
 
 
 @contextlib.contextmanager

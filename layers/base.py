@@ -44,7 +44,7 @@ def activate_output(y: Any, inputs: Sequence[Any], activate: Activate | None) ->
 class Layer:
     op_types: ClassVar[tuple[str, ...]] = ()
     backend: ClassVar[str] = "cpu"
-    # Activation fusion (the CPU executor, kuiper/executor.py): a ReLU right after a
+    # Activation fusion (the CPU executor, kuiper/cpu_executor.py): a ReLU right after a
     # convolution need not be a separate pass over memory. A layer that sets
     # `accepts_activation` takes `forward(inputs, activate=f)` and applies `f(x, out=y)` to its
     # single output as it writes it; an elementwise layer whose `in_place_form()` returns such

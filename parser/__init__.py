@@ -1,8 +1,8 @@
 """Readers for PNNX files: the `.pnnx.param` text, the `.pnnx.bin` zip, and expressions."""
 
-from parser.binfile import WeightArchive
-from parser.param import AttributeDecl, OperatorDef, ParamFile, parse_param_text, read_param
-from parser.values import DTYPES, parse_dtype_suffix, parse_value
+from kuiper.parser.binfile import WeightArchive
+from kuiper.parser.param import AttributeDecl, OperatorDef, ParamFile, parse_param_text, read_param
+from kuiper.parser.values import DTYPES, parse_dtype_suffix, parse_value
 
 __all__ = [
     "WeightArchive", "AttributeDecl", "OperatorDef", "ParamFile", "read_param",

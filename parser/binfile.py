@@ -18,7 +18,7 @@ import zipfile
 import numpy as np
 
 from kuiper.errors import ModelFormatError
-from parser.values import DTYPES
+from kuiper.parser.values import DTYPES
 
 LOCAL_HEADER_SIZE = 30
 LOCAL_HEADER_MAGIC = b"PK\x03\x04"

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 
 from kuiper.errors import ModelFormatError
-from parser.values import parse_dtype_suffix, parse_value
+from kuiper.parser.values import parse_dtype_suffix, parse_value
 
 MAGIC = "7767517"
 # Values pnnx writes raw: running the generic value parser on them would split them on commas.

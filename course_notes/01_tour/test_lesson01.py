@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.course import implementation
+from kuiper.tools.course import implementation
 
 REFERENCE = {"layer_file": "kuiper.registry:layer_file"}
 ex = implementation(__file__, REFERENCE)
@@ -14,7 +14,7 @@ ROOT = Path(kuiper.__file__).resolve().parents[1]  # the checkout kuiper runs fr
 
 
 def test_the_demo_model_loads_and_classifies_digits():
-    from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
 
     data = np.load(DIGITS_TEST)
     graph = kuiper.load(DIGITS_PARAM, input_shapes=[data["images"].shape])

@@ -5,13 +5,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.course import check_array, implementation
+from kuiper.tools.course import check_array, implementation
 
 REFERENCE = {
-    "contiguous_strides": "layers.datamove_util:contiguous_strides",
-    "broadcast_strides": "layers.tensor_util:broadcast_strides",
-    "source_table": "layers.cpu.pad:source_table",
-    "flatten_shape": "layers.cpu.reshape:flatten_shape",
+    "contiguous_strides": "kuiper.layers.common.datamove:contiguous_strides",
+    "broadcast_strides": "kuiper.layers.opencl_helpers.buffers:broadcast_strides",
+    "source_table": "kuiper.layers.cpu.pad:source_table",
+    "flatten_shape": "kuiper.layers.cpu.reshape:flatten_shape",
 }
 ex = implementation(__file__, REFERENCE)
 

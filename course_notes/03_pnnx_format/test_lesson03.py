@@ -2,11 +2,11 @@
 
 import pytest
 
-from kuiper.course import implementation
+from kuiper.tools.course import implementation
 
 REFERENCE = {
-    "parse_value": "parser.values:parse_value",
-    "parse_dtype_suffix": "parser.values:parse_dtype_suffix",
+    "parse_value": "kuiper.parser.values:parse_value",
+    "parse_dtype_suffix": "kuiper.parser.values:parse_dtype_suffix",
 }
 ex = implementation(__file__, REFERENCE)
 
@@ -60,8 +60,8 @@ def test_parse_dtype_suffix_refuses_malformed_tokens(text):
 
 def test_every_value_of_the_demo_model_decodes():
     """Each `key=value` of a real export decodes to what the framework's reader made of it."""
-    from kuiper.demo import DIGITS_PARAM
-    from parser.param import read_param
+    from kuiper.parser.param import read_param
+    from kuiper.tools.demo import DIGITS_PARAM
 
     model = read_param(DIGITS_PARAM)
     lines = DIGITS_PARAM.read_text().splitlines()

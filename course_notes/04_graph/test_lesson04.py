@@ -3,8 +3,8 @@
 import pytest
 
 from kuiper import GraphError
-from kuiper.course import implementation
 from kuiper.graph import RuntimeGraph
+from kuiper.tools.course import implementation
 from kuiper.topo import predecessors
 
 REFERENCE = {
@@ -51,7 +51,7 @@ def test_dfs_order_puts_producers_first(tmp_path, lines):
 
 
 def test_dfs_order_of_a_real_model():
-    from kuiper.demo import DIGITS_PARAM
+    from kuiper.tools.demo import DIGITS_PARAM
 
     ops = RuntimeGraph(DIGITS_PARAM).init().operators
     order = ex.dfs_iterative(list(reversed(ops)))  # the file order must not matter

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np  # noqa: F401 - you will need it
 
-from layers.base import ElementwiseLayer
+from kuiper.layers.base import ElementwiseLayer
 
 
 class Sigmoid(ElementwiseLayer):

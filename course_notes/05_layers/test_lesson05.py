@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from kuiper import registry
-from kuiper.course import check_array, implementation
-from kuiper.testing import run_operator
-from layers.base import Layer
+from kuiper.layers.base import Layer
+from kuiper.tools.course import check_array, implementation
+from kuiper.tools.testing import run_operator
 
-REFERENCE = {"Sigmoid": "layers.cpu.activation:Sigmoid"}
+REFERENCE = {"Sigmoid": "kuiper.layers.cpu.activation:Sigmoid"}
 ex = implementation(__file__, REFERENCE)
 
 
@@ -50,4 +50,4 @@ def test_sigmoid_is_stable_at_the_extremes():
 
 
 def test_the_override_is_gone_after_the_test():
-    assert registry.lookup("nn.Sigmoid").__module__ == "layers.cpu.activation"
+    assert registry.lookup("nn.Sigmoid").__module__ == "kuiper.layers.cpu.activation"

@@ -1,7 +1,7 @@
 """Lesson 6 exercises: the output size of a convolution, and im2col.
 
 Fill in the functions, then run `kuiper course check 6`. Loops are fine: correctness first
-(layers/im2col.py shows the fast version, with one strided copy).
+(layers/cpu_helpers/im2col.py shows the fast version, with one strided copy).
 """
 
 from __future__ import annotations

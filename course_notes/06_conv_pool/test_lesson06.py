@@ -5,11 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.course import check_array, implementation
+from kuiper.tools.course import check_array, implementation
 
 REFERENCE = {
-    "conv_output_size": "layers.im2col:conv_output_size",
-    "im2col": "layers.im2col:im2col",
+    "conv_output_size": "kuiper.layers.common.conv_geometry:conv_output_size",
+    "im2col": "kuiper.layers.cpu_helpers.im2col:im2col",
 }
 ex = implementation(__file__, REFERENCE)
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from parser.expression.ast import Call, Input, ListNode, Literal, Node  # noqa: F401
-from parser.expression.evaluate import apply  # noqa: F401 - applies ONE Op to its arguments
-from parser.expression.functions import LIST, Function  # noqa: F401
-from parser.expression.rpn import Instruction, Op  # noqa: F401
+from kuiper.parser.expression.ast import Call, Input, ListNode, Literal, Node  # noqa: F401
+from kuiper.parser.expression.evaluate import apply  # noqa: F401 - applies ONE Op to its arguments
+from kuiper.parser.expression.functions import LIST, Function  # noqa: F401
+from kuiper.parser.expression.rpn import Instruction, Op  # noqa: F401
 
 
 def to_rpn(node: Node) -> list[Instruction]:
@@ -55,8 +55,8 @@ def define_function(name: str, arity: int, kind: str, numpy_kernel: Callable[...
     4. evaluator (evaluate.py): add numpy_kernel to NUMPY; for arity 2 also teach
        _PYTHON_BINARY how to apply it to two plain Python numbers (call numpy_kernel on
        np.asarray(a), np.asarray(b) and return `.item()` of the result).
-    5. OpenCL (layers/expression_codegen.py): if `opencl` is given (a C expression over {a}
-       and {b}, e.g. "log2({a})"), add it to FLOAT_C.
+    5. OpenCL (layers/opencl_helpers/expression_codegen.py): if `opencl` is given (a C
+       expression over {a} and {b}, e.g. "log2({a})"), add it to FLOAT_C.
 
     Return the Function you added.
     """

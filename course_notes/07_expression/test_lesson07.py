@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from kuiper.course import check_array, implementation, require_opencl
-from kuiper.testing import run_operator
-from parser.expression import Symbolic, format_rpn, parse, tokenize
-from parser.expression.ast import Input, Literal
-from parser.expression.rpn import Op
+from kuiper.parser.expression import Symbolic, format_rpn, parse, tokenize
+from kuiper.parser.expression.ast import Input, Literal
+from kuiper.parser.expression.rpn import Op
+from kuiper.tools.course import check_array, implementation, require_opencl
+from kuiper.tools.testing import run_operator
 
 REFERENCE = {
-    "to_rpn": "parser.expression.rpn:to_rpn",
-    "evaluate": "parser.expression.evaluate:evaluate",
-    "define_function": "parser.expression.custom:define_function",
+    "to_rpn": "kuiper.parser.expression.rpn:to_rpn",
+    "evaluate": "kuiper.parser.expression.evaluate:evaluate",
+    "define_function": "kuiper.layers.common.custom_functions:define_function",
 }
 ex = implementation(__file__, REFERENCE)
 
@@ -75,9 +75,9 @@ def test_evaluate_symbolic_tensors():
 @pytest.fixture
 def tables():
     """Leave the function tables as they were, whatever the exercise did to them."""
-    from layers.expression_codegen import FLOAT_C
-    from parser.expression.evaluate import _PYTHON_BINARY, NUMPY
-    from parser.expression.functions import FUNCTIONS
+    from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
+    from kuiper.parser.expression.evaluate import _PYTHON_BINARY, NUMPY
+    from kuiper.parser.expression.functions import FUNCTIONS
 
     saved = [(t, dict(t)) for t in (FUNCTIONS, NUMPY, _PYTHON_BINARY, FLOAT_C)]
     yield
@@ -87,7 +87,7 @@ def tables():
 
 
 def test_a_new_unary_function_goes_through_every_step(tables):
-    from parser.expression.functions import FUNCTIONS
+    from kuiper.parser.expression.functions import FUNCTIONS
 
     f = ex.define_function("log2", 1, "float_unary", np.log2)
     assert FUNCTIONS["log2"] == f and (f.min_args, f.max_args, f.kind) == (1, 1, "float_unary")

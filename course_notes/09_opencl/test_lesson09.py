@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from kuiper.course import check_array, implementation, require_opencl
 from kuiper.opencl.layer import round_up
+from kuiper.tools.course import check_array, implementation, require_opencl
 
 REFERENCE = {"relu_source": "clkernels/relu.cl"}
 ex = implementation(__file__, REFERENCE)
@@ -51,8 +51,8 @@ def test_relu_kernel(runtime, program, n):
 def test_relu_kernel_inside_a_model(runtime, program, monkeypatch):
     """Your kernel, bound by the real ReLU layer, running the demo model on OpenCL."""
     import kuiper
-    from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
     from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
 
     original = OpenCLRuntime.program
 

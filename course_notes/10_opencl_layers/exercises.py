@@ -9,7 +9,7 @@ from __future__ import annotations
 
 def maxpool_source() -> str:
     """The OpenCL C source of a kernel with exactly this signature (the argument order
-    layers/opencl/maxpool.py binds, with layers/pool_util.py:window_params for the last 8):
+    layers/opencl/maxpool.py binds, with layers/common/pooling.py:window_params for the last 8):
 
         __kernel void maxpool(__global const float *x, __global float *y, const int n,
                               const int H, const int W, const int OH, const int OW,

@@ -5,9 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.course import check_array, implementation, require_opencl
+from kuiper.layers.common.pooling import Window
+from kuiper.layers.opencl_helpers.pooling import window_params
 from kuiper.opencl.layer import round_up
-from layers.pool_util import Window, window_params
+from kuiper.tools.course import check_array, implementation, require_opencl
 
 REFERENCE = {"maxpool_source": "clkernels/maxpool.cl"}
 ex = implementation(__file__, REFERENCE)
@@ -79,8 +80,8 @@ def test_maxpool_kernel_matches_torch(runtime, program, kernel, stride, padding,
 def test_maxpool_kernel_inside_the_real_layer(runtime, program, monkeypatch):
     """layers/opencl/maxpool.py binds YOUR kernel; the demo model must still be right."""
     import kuiper
-    from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
     from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
 
     original = OpenCLRuntime.program
 

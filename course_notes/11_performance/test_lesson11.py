@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.bench import PROFILE_RUNS
-from kuiper.course import implementation, require_opencl
-from kuiper.demo import DIGITS_PARAM
+from kuiper.tools.bench import PROFILE_RUNS
+from kuiper.tools.course import implementation, require_opencl
+from kuiper.tools.demo import DIGITS_PARAM
 
 REFERENCE = {
-    "cpu_profile": "kuiper.bench:cpu_profile",
-    "opencl_profile": "kuiper.bench:opencl_profile",
+    "cpu_profile": "kuiper.tools.bench:cpu_profile",
+    "opencl_profile": "kuiper.tools.bench:opencl_profile",
 }
 ex = implementation(__file__, REFERENCE)
 

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kuiper.layers.base import Layer
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
 
 
 @dataclass

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from clkernels import KERNEL_DIR
+from kuiper.clkernels import KERNEL_DIR
 from kuiper.errors import KernelBuildError, OpenCLUnavailableError
 
 INSTALL_HINT = ("install a CPU OpenCL driver with `pip install pocl-binary-distribution` "

@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kuiper.layers.base import ElementwiseLayer
 from kuiper.registry import register
-from layers.base import ElementwiseLayer
 
 # SELU's two constants, from "Self-Normalizing Neural Networks" (Klambauer et al., 2017).
 SELU_ALPHA = 1.6732632423543772848170429916717

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.base import Layer
+from kuiper.layers.common.pooling import check_pool_input, output_shape, spatial_rank
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
-from layers.pool_util import check_pool_input, output_shape, spatial_rank
 
 
 def adaptive_bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,17 +16,16 @@ import math
 
 import numpy as np
 
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
-from layers.attention_util import (
+from kuiper.layers.base import Layer
+from kuiper.layers.common.attention_roles import (
     MHADims,
     MHARoles,
     mha_output_shapes,
     resolve_inputs,
-    softmax_last,
 )
-from layers.base import Layer
-from parser.values import DTYPES
+from kuiper.parser.values import DTYPES
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
 
 
 def add_mask(scores: np.ndarray, mask: np.ndarray, bool_means_keep: bool) -> np.ndarray:
@@ -224,3 +223,15 @@ def _which_outputs(op, dims: MHADims) -> tuple[list[str], bool]:
                 if declared != out and declared in (weights, per_head):
                     names, average = ["weights"], declared == weights
     return names, average
+
+
+def softmax_last(scores: np.ndarray, safe: bool) -> np.ndarray:
+    """Softmax over the last axis. `safe`: a row that is entirely -inf gives zeros (as
+    F.scaled_dot_product_attention does) instead of NaN (as nn.MultiheadAttention does)."""
+    m = np.max(scores, axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(scores - m)
+        p = e / np.sum(e, axis=-1, keepdims=True)
+    if safe:
+        p = np.where(np.isneginf(m), 0, p)
+    return p.astype(scores.dtype, copy=False)

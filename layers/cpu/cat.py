@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.datamove_util import DataMovementLayer, normalize_dim
 
 
 @register("torch.cat", "torch.concat", "torch.concatenate", backend="cpu")

@@ -15,9 +15,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from kuiper.layers.cpu.activation import Activation
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.cpu.activation import Activation
 
 
 @register("torch.clamp", "torch.clip", backend="cpu")

@@ -2,13 +2,14 @@
 
     out[n, o] = bias[o] + sum over c in o's group, (i, j) of w[o, c, i, j] * x[n, c, y*s+i*d, ...]
 
-How it runs (layers/im2col.py explains the column matrix):
+How it runs (layers/cpu_helpers/im2col.py explains the column matrix):
 - pad the input (zeros, reflect, replicate or circular) unless the padding is 0;
 - build `cols (N, G, K, P)` with one strided copy, then `W (G, Cout/G, K) @ cols` with
   np.matmul, which calls BLAS once per (image, group) and lands directly in NCHW order;
 - a 1x1 kernel with stride 1 needs no im2col: the input already is the column matrix;
 - with many channels and large images, one GEMM per kernel tap reading the padded input in
-  place beats building the column matrix (layers/tap_gemm.py; `lowering` picks the method);
+  place beats building the column matrix (layers/cpu_helpers/tap_gemm.py; `lowering` picks the
+  method);
 - with one input channel per group (depthwise) a GEMM with K = kh*kw would be all overhead, so
   we add up kh*kw shifted views of the input, each scaled by its weight, instead (on
   tap_gemm's wide grid, where each shifted view is contiguous).
@@ -24,12 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kuiper.layers.base import Layer, activate_output
+from kuiper.layers.common import conv_geometry
+from kuiper.layers.cpu_helpers import im2col, tap_gemm
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers import im2col, tap_gemm
-from layers.base import Layer, activate_output
 
-PADDING_MODES = tuple(im2col.PAD_MODES)
+PADDING_MODES = tuple(conv_geometry.PAD_MODES)
 
 
 @dataclass(frozen=True)
@@ -163,8 +165,8 @@ class ConvNd(Layer):
         if c != cin_g * g:
             raise self.shape_error(f"input has {c} channels but the weight {tuple(w_shape)} with "
                                    f"groups={g} expects {cin_g * g}")
-        pads = im2col.resolve_padding(self.padding, kernel, self.dilation)
-        out = [im2col.conv_output_size(*a)
+        pads = conv_geometry.resolve_padding(self.padding, kernel, self.dilation)
+        out = [conv_geometry.conv_output_size(*a)
                for a in zip(size, kernel, self.stride, pads, self.dilation)]
         if min(out) < 1:
             raise self.shape_error(f"input {tuple(x_shape)} is too small for kernel {kernel} with "

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu.conv2d import ConvGeometry, ConvNd
+from kuiper.layers.cpu_helpers import im2col
 from kuiper.registry import register
-from layers import im2col
-from layers.cpu.conv2d import ConvGeometry, ConvNd
 
 
 class ConvTransposeNd(ConvNd):

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.datamove import DataMovementLayer, ints_from_param_or_input, normalize_dim
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.datamove_util import DataMovementLayer, ints_from_param_or_input, normalize_dim
 
 
 @register("Tensor.expand", "Tensor.expand_as", backend="cpu")

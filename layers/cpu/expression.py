@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from kuiper.errors import ExpressionError
+from kuiper.layers.base import Layer, activate_output
+from kuiper.parser.expression import BroadcastError, Symbolic, evaluate, parse, to_rpn
+from kuiper.parser.expression.dtypes import result_type, type_of
+from kuiper.parser.expression.functions import FUNCTIONS
+from kuiper.parser.expression.rpn import Op
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer, activate_output
-from parser.expression import BroadcastError, Symbolic, evaluate, parse, to_rpn
-from parser.expression.dtypes import result_type, type_of
-from parser.expression.functions import FUNCTIONS
-from parser.expression.rpn import Op
 
 
 @register("pnnx.Expression", backend="cpu")

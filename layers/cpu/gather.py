@@ -20,9 +20,9 @@ import re
 import numpy as np
 
 from kuiper.ir import RuntimeOperator
+from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.datamove_util import DataMovementLayer, normalize_dim
 
 
 def _check_index_dtype(layer, spec: TensorSpec, what: str) -> None:

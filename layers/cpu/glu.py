@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.base import Layer
+from kuiper.layers.common.datamove import normalize_dim
+from kuiper.layers.cpu.activation import sigmoid
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
-from layers.cpu.activation import sigmoid
-from layers.datamove_util import normalize_dim
 
 
 @register("nn.GLU", "F.glu", backend="cpu")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.base import Layer, activate_output
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer, activate_output
 
 
 @register("nn.Linear", "F.linear", backend="cpu")

@@ -11,10 +11,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from kuiper.layers.base import Layer
+from kuiper.layers.common.matmul_shapes import MatmulShapes, matmul_shapes
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
-from layers.matmul_util import MatmulShapes, matmul_shapes
 
 
 @register("torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", backend="cpu")

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
-from layers.pool_util import (
+from kuiper.layers.base import Layer
+from kuiper.layers.common.pooling import (
     check_pool_input,
     output_shape,
     pooled_sizes,
     read_windows,
     spatial_rank,
-    window_taps,
 )
+from kuiper.layers.cpu_helpers.pool_windows import window_taps
+from kuiper.registry import register
+from kuiper.tensor_spec import TensorSpec
 
 
 @register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", backend="cpu")

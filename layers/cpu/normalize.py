@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.base import Layer
+from kuiper.layers.common.reduce_axes import single_axis
+from kuiper.layers.cpu.reduce import norm
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
-from layers.cpu.reduce import norm
-from layers.reduce_util import single_axis
 
 
 @register("F.normalize", backend="cpu")

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.base import Layer
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
 
 MODES = ("constant", "reflect", "replicate", "circular")
 

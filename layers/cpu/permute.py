@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.datamove import (
+    DataMovementLayer,
+    known_ints,
+    normalize_dim,
+    normalize_dims,
+)
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.datamove_util import DataMovementLayer, known_ints, normalize_dim, normalize_dims
 
 
 class PermuteLayer(DataMovementLayer):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.base import Layer
+from kuiper.layers.common.reduce_axes import kept_outputs, normalize_axes, reduced_shape
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.base import Layer
-from layers.reduce_util import kept_outputs, normalize_axes, reduced_shape
 
 # Reductions that only make sense on floating-point data (torch refuses integers for them).
 FLOAT_ONLY = {"mean", "logsumexp", "var", "std", "norm"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.base import ElementwiseLayer
 from kuiper.registry import register
-from layers.base import ElementwiseLayer
 
 
 @register("nn.ReLU", "F.relu", backend="cpu")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import itertools
 
+from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.datamove_util import DataMovementLayer, normalize_dim
 
 
 class SplitLayer(DataMovementLayer):

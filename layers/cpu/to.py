@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.datamove import TORCH_DTYPES, DataMovementLayer
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
-from layers.datamove_util import TORCH_DTYPES, DataMovementLayer
 
 
 @register("Tensor.to", "Tensor.type", "Tensor.type_as", "Tensor.contiguous", "torch.clone",

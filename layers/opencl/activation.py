@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import activation as cpu
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import activation as cpu
 
 # ELU-family constants are spelled out as float literals: double literals would need fp64.
 EXPRESSIONS: dict[type, str] = {

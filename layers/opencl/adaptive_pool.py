@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.pooling import check_pool_input
+from kuiper.layers.cpu import adaptive_pool
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import adaptive_pool
-from layers.pool_util import check_pool_input
 
 
 @register("nn.AdaptiveAvgPool2d", "F.adaptive_avg_pool2d", "nn.AdaptiveMaxPool2d",

@@ -2,7 +2,7 @@
 head_mean (clkernels/attention.cl) for the rest.
 
 No tensor is ever transposed or split into heads in memory: each GEMM reads its operands
-through offset tables and strides (layers/matmul_util.py), so "head h of batch n" is just an
+through offset tables and strides (layers/opencl_helpers/gemm.py), so "head h of batch n" is just an
 offset into the projected (L, N, E) or (N, L, E) buffer.
 """
 
@@ -12,10 +12,9 @@ import math
 
 import numpy as np
 
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
-from layers.cpu import attention
-from layers.matmul_util import (
+from kuiper.layers.cpu import attention
+from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.layers.opencl_helpers.gemm import (
     Strided,
     explicit,
     gemm_launch,
@@ -23,8 +22,9 @@ from layers.matmul_util import (
     strided_index,
     transposed,
 )
-from layers.reduce_util import work_group_size
-from layers.tensor_util import keep_alive
+from kuiper.layers.opencl_helpers.reduction import work_group_size
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.registry import register
 
 ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.pooling import check_pool_input
+from kuiper.layers.cpu import avgpool
+from kuiper.layers.opencl_helpers.pooling import window_params
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import avgpool
-from layers.pool_util import check_pool_input, window_params
 
 
 @register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", backend="opencl")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import batchnorm
+from kuiper.layers.opencl_helpers.norm import bind_channel_affine
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import batchnorm
-from layers.norm_util import bind_channel_affine
 
 
 @register("nn.BatchNorm1d", "nn.BatchNorm2d", "nn.BatchNorm3d", "F.batch_norm",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import cat
+from kuiper.layers.opencl_helpers.strided import move_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import cat
-from layers.strided_util import move_type
 
 
 class DeviceCat(OpenCLLayer):

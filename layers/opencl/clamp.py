@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import clamp
+from kuiper.layers.opencl.activation import OpenCLActivation
 from kuiper.registry import register
-from layers.cpu import clamp
-from layers.opencl.activation import OpenCLActivation
 
 CLAMP = "x!=x?x:fmin(fmax(x,p0),p1)"
 

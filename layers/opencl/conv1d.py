@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import conv1d
+from kuiper.layers.opencl.conv2d import ConvBind
 from kuiper.registry import register
-from layers.cpu import conv1d
-from layers.opencl.conv2d import ConvBind
 
 
 @register("nn.Conv1d", "F.conv1d", backend="opencl")

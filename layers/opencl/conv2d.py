@@ -5,7 +5,7 @@ Everything is decided and bound once in `bind` (clkernels/conv2d.cl explains the
   images and groups, straight into the NCHW output, bias added as it is stored;
 - 1x1 kernel, stride 1, no padding: the input already is the column matrix, GEMM only;
 - one input channel per group (depthwise): `depthwise`, one work-item per output row.
-Padding (any mode) is read through small index tables made here (im2col.source_indices).
+Padding (any mode) is read through small index tables made here (conv_geometry.source_indices).
 Conv1d (layers/opencl/conv1d.py) uses the same binding with the input seen as (N, C, 1, L).
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common import conv_geometry
+from kuiper.layers.cpu import conv2d
+from kuiper.layers.opencl.linear import BIAS_PER_ROW, WeightBuffers, gemm_launch
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
-from layers import im2col
-from layers.cpu import conv2d
-from layers.opencl.linear import BIAS_PER_ROW, WeightBuffers, gemm_launch
 
 
 class ConvBind(WeightBuffers, OpenCLLayer):
@@ -34,9 +34,9 @@ class ConvBind(WeightBuffers, OpenCLLayer):
         p = oh * ow
         weight, bias = self.weight_buffers(inputs)
         x, y = inputs[0].data, outputs[0].data
-        # where each padded row / column reads from (layers/im2col.source_indices)
+        # where each padded row / column reads from (layers/common/conv_geometry.py)
         self.src_y, self.src_x = (
-            self.upload(im2col.source_indices(size, pad, self.padding_mode))
+            self.upload(conv_geometry.source_indices(size, pad, self.padding_mode))
             for size, pad in zip((h, w), pads))
         tables = (self.src_y.data, self.src_x.data)
         i32 = np.int32

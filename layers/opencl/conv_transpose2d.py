@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import conv_transpose2d
+from kuiper.layers.opencl.linear import BIAS_NONE, WeightBuffers, gemm_launch
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import conv_transpose2d
-from layers.opencl.linear import BIAS_NONE, WeightBuffers, gemm_launch
 
 
 @register("nn.ConvTranspose2d", "F.conv_transpose2d", backend="opencl")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import cumsum
+from kuiper.layers.opencl_helpers.buffers import cl_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import cumsum
-from layers.tensor_util import cl_type
 
 
 @register("torch.cumsum", "torch.cumprod", backend="opencl")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import embedding
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import embedding
 
 INDEX_TYPES = {np.dtype(np.int64): "long", np.dtype(np.int32): "int"}
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import expand
+from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, index_select
 from kuiper.registry import register
-from layers.cpu import expand
-from layers.strided_util import StridedCopyLayer, View, index_select
 
 
 @register("Tensor.expand", "Tensor.expand_as", backend="opencl")

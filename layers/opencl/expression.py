@@ -18,12 +18,12 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from kuiper.layers.cpu import expression
+from kuiper.layers.opencl_helpers.expression_codegen import KERNEL_NAME, CodegenError, generate
 from kuiper.opencl.executor import HostFallback
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.parser.expression import Symbolic
 from kuiper.registry import register
-from layers.cpu import expression
-from layers.expression_codegen import KERNEL_NAME, CodegenError, generate
-from parser.expression import Symbolic
 
 # runtime -> {(expr, input signature): built program}. Keyed weakly by the runtime, so the
 # programs go when the runtime (its OpenCL context) goes.

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.datamove import contiguous_strides
+from kuiper.layers.cpu import flip
+from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, move_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import flip
-from layers.datamove_util import contiguous_strides
-from layers.strided_util import StridedCopyLayer, View, move_type
 
 
 @register("torch.flip", "Tensor.flip", backend="opencl")

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.datamove import contiguous_strides
+from kuiper.layers.cpu import gather
+from kuiper.layers.opencl_helpers.strided import (
+    View,
+    arith_type,
+    index_select,
+    move_type,
+    strided_copy,
+)
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import gather
-from layers.datamove_util import contiguous_strides
-from layers.strided_util import View, arith_type, index_select, move_type, strided_copy
 
 
 class DeviceGather(OpenCLLayer):

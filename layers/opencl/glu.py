@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import glu
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import glu
 
 
 @register("nn.GLU", "F.glu", backend="opencl")

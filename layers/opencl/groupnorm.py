@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import groupnorm
+from kuiper.layers.opencl_helpers.norm import RowNormOpenCL
 from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import groupnorm
-from layers.norm_util import RowNormOpenCL
 
 
 @register("nn.GroupNorm", "F.group_norm", backend="opencl")

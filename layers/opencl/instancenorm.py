@@ -3,10 +3,10 @@ it is a folded per-channel scale and shift (batchnorm.cl's channel_affine)."""
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import instancenorm
+from kuiper.layers.opencl_helpers.norm import RowNormOpenCL, bind_channel_affine
 from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import instancenorm
-from layers.norm_util import RowNormOpenCL, bind_channel_affine
 
 
 @register("nn.InstanceNorm1d", "nn.InstanceNorm2d", "nn.InstanceNorm3d", "F.instance_norm",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import layernorm
+from kuiper.layers.opencl_helpers.norm import RowNormOpenCL
 from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import layernorm
-from layers.norm_util import RowNormOpenCL
 
 
 @register("nn.LayerNorm", "F.layer_norm", backend="opencl")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import linear
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import linear
 
 # Must agree with clkernels/gemm.h. gemm_tiled: a work-group of GEMM_LOCAL x GEMM_LOCAL
 # work-items computes a GEMM_TILE x GEMM_TILE tile of C; gemm_blocked: one work-item computes a

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import matmul
+from kuiper.layers.opencl_helpers.gemm import gemm_launch, strided
 from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import matmul
-from layers.matmul_util import gemm_launch, strided
 
 
 @register("torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm",

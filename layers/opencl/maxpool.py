@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.pooling import check_pool_input
+from kuiper.layers.cpu import maxpool
+from kuiper.layers.opencl_helpers.pooling import window_params
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import maxpool
-from layers.pool_util import check_pool_input, window_params
 
 
 @register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", backend="opencl")

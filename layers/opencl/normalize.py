@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import normalize
+from kuiper.layers.opencl.reduce import P_KINDS
+from kuiper.layers.opencl_helpers.reduction import work_group_size
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import normalize
-from layers.opencl.reduce import P_KINDS
-from layers.reduce_util import work_group_size
 
 
 @register("F.normalize", backend="opencl")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import pad
+from kuiper.layers.opencl_helpers.strided import arith_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import pad
-from layers.strided_util import arith_type
 
 KERNEL_DIMS = 4
 

@@ -7,9 +7,9 @@ gathers it. The output buffer is contiguous, so its final reshape is free.
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import pixel_shuffle
+from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, strided_copy
 from kuiper.registry import register
-from layers.cpu import pixel_shuffle
-from layers.strided_util import StridedCopyLayer, View, strided_copy
 
 
 class OpenCLShuffle(StridedCopyLayer):

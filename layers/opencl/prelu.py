@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.common.norm import channel_layout
+from kuiper.layers.cpu import prelu
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import prelu
-from layers.norm_util import channel_layout
 
 
 @register("nn.PReLU", "F.prelu", backend="opencl")

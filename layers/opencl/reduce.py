@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import reduce
+from kuiper.layers.opencl_helpers.buffers import cl_type, keep_alive
+from kuiper.layers.opencl_helpers.reduction import reduction_tables, work_group_size
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import reduce
-from layers.reduce_util import reduction_tables, work_group_size
-from layers.tensor_util import cl_type, keep_alive
 
 MODES = {"sum": "MODE_SUM", "mean": "MODE_MEAN", "prod": "MODE_PROD", "amax": "MODE_MAX",
          "max": "MODE_MAX", "argmax": "MODE_MAX", "amin": "MODE_MIN", "min": "MODE_MIN",

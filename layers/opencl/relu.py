@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import relu
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import relu
 
 
 @register("nn.ReLU", "F.relu", backend="opencl")

@@ -7,9 +7,9 @@ returns that view and `bind` has nothing to launch.
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import reshape
 from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import reshape
 
 
 class DeviceView(OpenCLLayer):

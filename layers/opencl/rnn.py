@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import rnn
+from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.layers.opencl_helpers.gemm import explicit, gemm_launch
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import rnn
-from layers.matmul_util import explicit, gemm_launch
-from layers.tensor_util import keep_alive
 
 CELLS = {"lstm": "CELL_LSTM", "gru": "CELL_GRU"}
 

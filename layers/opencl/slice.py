@@ -3,9 +3,9 @@ strided copy."""
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import slice as cpu_slice
+from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
 from kuiper.registry import register
-from layers.cpu import slice as cpu_slice
-from layers.strided_util import StridedCopyLayer, View
 
 
 class DeviceIndex(StridedCopyLayer):

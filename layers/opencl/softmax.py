@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import softmax
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
-from layers.cpu import softmax
 
 MAX_GROUP = 256
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kuiper.layers.cpu import split
+from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
 from kuiper.registry import register
-from layers.cpu import split
-from layers.strided_util import StridedCopyLayer, View
 
 
 class DeviceSplit(StridedCopyLayer):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import to
+from kuiper.layers.opencl_helpers.strided import arith_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import to
-from layers.strided_util import arith_type
 
 
 @register("Tensor.to", "Tensor.type", "Tensor.type_as", "Tensor.contiguous", "torch.clone",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import topk
+from kuiper.layers.opencl_helpers.buffers import cl_type
+from kuiper.layers.opencl_helpers.reduction import work_group_size
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import topk
-from layers.reduce_util import work_group_size
-from layers.tensor_util import cl_type
 
 
 @register("torch.topk", "torch.sort", "torch.argsort", backend="opencl")

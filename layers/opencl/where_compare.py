@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.layers.cpu import where_compare
+from kuiper.layers.opencl_helpers.buffers import broadcast_strides, cl_type, keep_alive
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
-from layers.cpu import where_compare
-from layers.tensor_util import broadcast_strides, cl_type, keep_alive
 
 CMP = {"torch.gt": "CMP_GT", "torch.lt": "CMP_LT", "torch.ge": "CMP_GE", "torch.le": "CMP_LE",
        "torch.eq": "CMP_EQ", "torch.ne": "CMP_NE"}

@@ -13,11 +13,11 @@ promotion) shared by all of them and by the OpenCL code generator.
     '@0 @1 2 mul add'
 """
 
-from parser.expression.ast import Call, Input, ListNode, Literal, Node, parse, unparse
-from parser.expression.evaluate import BroadcastError, Symbolic, evaluate
-from parser.expression.functions import FUNCTIONS
-from parser.expression.rpn import Op, format_rpn, to_rpn
-from parser.expression.tokenizer import Kind, Token, tokenize
+from kuiper.parser.expression.ast import Call, Input, ListNode, Literal, Node, parse, unparse
+from kuiper.parser.expression.evaluate import BroadcastError, Symbolic, evaluate
+from kuiper.parser.expression.functions import FUNCTIONS
+from kuiper.parser.expression.rpn import Op, format_rpn, to_rpn
+from kuiper.parser.expression.tokenizer import Kind, Token, tokenize
 
 __all__ = [
     "FUNCTIONS",

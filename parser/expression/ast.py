@@ -38,8 +38,8 @@ import math
 from dataclasses import dataclass, field
 
 from kuiper.errors import ExpressionError
-from parser.expression.functions import FUNCTIONS, Function
-from parser.expression.tokenizer import Kind, Token, tokenize
+from kuiper.parser.expression.functions import FUNCTIONS, Function
+from kuiper.parser.expression.tokenizer import Kind, Token, tokenize
 
 # --- the nodes ----------------------------------------------------------------------------------
 # `column` (where the node starts in the text) is for error messages only: two trees are equal

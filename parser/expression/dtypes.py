@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from parser.expression.functions import FUNCTIONS
+from kuiper.parser.expression.functions import FUNCTIONS
 
 SCALAR, ZERO_DIM, DIMENSIONED = 0, 1, 2
 

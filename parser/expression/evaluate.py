@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from kuiper.errors import ExpressionError
-from parser.expression.ast import Input, Literal
-from parser.expression.dtypes import TypeRuleError, signature, type_of
-from parser.expression.functions import FUNCTIONS, LIST
-from parser.expression.rpn import Instruction, Op
+from kuiper.parser.expression.ast import Input, Literal
+from kuiper.parser.expression.dtypes import TypeRuleError, signature, type_of
+from kuiper.parser.expression.functions import FUNCTIONS, LIST
+from kuiper.parser.expression.rpn import Instruction, Op
 
 PYTHON_NUMBERS = (bool, int, float, complex)
 

@@ -1,8 +1,9 @@
 """The functions a `pnnx.Expression` may call, with their arity and their typing *kind*.
 
 This one table is shared by every stage, so adding a function means one line here plus its
-implementation in each backend (`evaluate.py` for NumPy, `layers/expression_codegen.py` for
-OpenCL); tests check that every backend covers every name.
+implementation in each backend (`evaluate.py` for NumPy,
+`layers/opencl_helpers/expression_codegen.py` for OpenCL); tests check that every backend covers
+every name.
 
 - The **parser** needs the arity: pnnx's own reader ignores parentheses and takes the number of
   arguments from the function name (see `ast.py`), and so must we.

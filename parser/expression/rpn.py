@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parser.expression.ast import Call, Input, ListNode, Literal, Node, unparse
-from parser.expression.functions import LIST
+from kuiper.parser.expression.ast import Call, Input, ListNode, Literal, Node, unparse
+from kuiper.parser.expression.functions import LIST
 
 
 @dataclass(frozen=True)

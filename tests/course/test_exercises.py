@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.course import (
+from kuiper.tools.course import (
     ENV,
     lesson_test_files,
     lessons,

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from kuiper.errors import OperatorError
-from kuiper.testing import assert_close, run_operator
-from layers.cpu.adaptive_pool import adaptive_bounds
+from kuiper.layers.cpu.adaptive_pool import adaptive_bounds
+from kuiper.tools.testing import assert_close, run_operator
 
 SIZES_2D = [(1, 1), (4, 5), (3, 9), (11, 2), (7, 13), (0, 4), (5, 0), (20, 1)]
 #            global  uneven  W kept  H kept  enlarge  None=0  None=0  enlarge H

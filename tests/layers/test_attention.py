@@ -2,8 +2,8 @@
 
 MultiheadAttention is tested twice: through run_operator (every combination of layout, key /
 value dims and masks, with weights taken from a torch module), and through real pnnx exports,
-which is where the input order is scrambled (see layers/attention_util.py) and unused outputs
-are dropped.
+which is where the input order is scrambled (see layers/common/attention_roles.py) and unused
+outputs are dropped.
 """
 
 import numpy as np
@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.testing import assert_close, run_operator
+from kuiper.tools.testing import assert_close, run_operator
 
 T = torch.from_numpy
 SDPA = "F.scaled_dot_product_attention"

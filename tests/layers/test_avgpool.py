@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from kuiper.errors import OperatorError, ShapeError
-from kuiper.testing import assert_close, run_operator
+from kuiper.tools.testing import assert_close, run_operator
 
 
 def _grid(variants, kernels, strides, paddings, overrides):

@@ -8,12 +8,12 @@ import torch
 import kuiper
 from kuiper.errors import ExpressionError, OperatorError, ShapeError
 from kuiper.ir import RuntimeOperand, RuntimeOperator
+from kuiper.layers.cpu.expression import Expression
+from kuiper.layers.opencl_helpers.expression_codegen import BOOL_C, FLOAT_C, INT_C, generate
+from kuiper.parser.expression import FUNCTIONS
+from kuiper.parser.expression.evaluate import NUMPY
 from kuiper.tensor_spec import TensorSpec
-from kuiper.testing import assert_close, run_operator, write_operator_model
-from layers.cpu.expression import Expression
-from layers.expression_codegen import BOOL_C, FLOAT_C, INT_C, generate
-from parser.expression import FUNCTIONS
-from parser.expression.evaluate import NUMPY
+from kuiper.tools.testing import assert_close, run_operator, write_operator_model
 
 UNARY = [n for n, f in FUNCTIONS.items() if f.kind in ("float_unary", "keep_unary")]
 BINARY = [n for n, f in FUNCTIONS.items() if f.kind in ("arith", "float_binary")]
@@ -282,7 +282,7 @@ def test_opencl_folds_size_expressions_and_caches_kernels(tmp_path):
     from tests.conftest import opencl_available
     if not opencl_available():
         pytest.skip("no OpenCL device: this test checks the OpenCL layer's folding and cache")
-    from layers.opencl.expression import _PROGRAMS
+    from kuiper.layers.opencl.expression import _PROGRAMS
 
     x = np.ones((2, 3), np.float32)
     path = write_operator_model(tmp_path, "pnnx.Expression", [x], {"expr": "[size(@0,0),-1]"})

@@ -8,7 +8,7 @@ from torch import nn
 
 import kuiper
 from kuiper.errors import OperatorError, ShapeError
-from kuiper.testing import assert_close, run_operator
+from kuiper.tools.testing import assert_close, run_operator
 
 CASES = [((3, 13, 11, 9), (9,)), ((3, 13, 11, 9), (11, 9)), ((1, 13, 11, 9), (13, 11, 9)),
          ((2, 7, 33), (33,)), ((5, 1000), (1000,)), ((4, 1), (1,)), ((7,), (7,)),

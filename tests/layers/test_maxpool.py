@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from kuiper.errors import OperatorError, ShapeError
-from kuiper.testing import assert_close, run_operator
-from layers.pool_util import Window
+from kuiper.layers.common.pooling import Window
+from kuiper.tools.testing import assert_close, run_operator
 
 
 def _grid(variants, kernels, strides, paddings, dilations):

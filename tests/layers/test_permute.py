@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.testing import assert_close, run_operator
-from layers.strided_util import View
+from kuiper.layers.opencl_helpers.strided import View
+from kuiper.tools.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("op_type", ["Tensor.permute", "torch.permute"])

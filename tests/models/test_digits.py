@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.testing import assert_close
+from kuiper.tools.testing import assert_close
 
 pytestmark = pytest.mark.slow
 
 DEMO = Path(kuiper.__file__).resolve().parent / "demo"
 PARAM, DATA = DEMO / "digits.pnnx.param", DEMO / "digits_test.npz"
 needs_demo = pytest.mark.skipif(not (PARAM.exists() and DATA.exists()),
-                                reason="kuiper/demo/digits.* not built yet "
-                                       "(python -m kuiper.demo.train_digits)")
+                                reason="kuiper/tools/demo/digits.* not built yet "
+                                       "(python -m kuiper.tools.demo.train_digits)")
 
 
 @needs_demo

@@ -14,7 +14,7 @@ import torch
 
 import kuiper
 from kuiper.errors import ModelFormatError
-from parser.binfile import WeightArchive
+from kuiper.parser.binfile import WeightArchive
 
 SUFFIXES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
             "i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8, "bool": np.bool_,

@@ -8,7 +8,7 @@ import torch
 
 import kuiper  # noqa: F401  (import order: `parser` imports kuiper.errors, which needs kuiper)
 from kuiper.errors import ExpressionError
-from parser.expression import (
+from kuiper.parser.expression import (
     FUNCTIONS,
     Call,
     Input,
@@ -20,7 +20,7 @@ from parser.expression import (
     to_rpn,
     unparse,
 )
-from parser.expression.rpn import Op
+from kuiper.parser.expression.rpn import Op
 
 # Written by pnnx 20261020 for `torch.log1p(torch.expm1(torch.log10(x + 1) + x) + x) + x`
 # (tests/models/export.py, see test_real_pnnx_export_of_expm1_log1p), and a second form of the
@@ -146,7 +146,7 @@ def test_bad_expressions_report_the_column(expr, column, message):
 
 def test_result_type_matches_torch():
     """dtypes.result_type against torch.result_type for every pair of operand kinds."""
-    from parser.expression.dtypes import result_type, type_of
+    from kuiper.parser.expression.dtypes import result_type, type_of
 
     dtypes = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
               torch.float16, torch.float32, torch.float64, torch.complex64]

@@ -6,7 +6,7 @@ import pytest
 
 import kuiper  # noqa: F401  (import order: `parser` imports kuiper.errors, which needs kuiper)
 from kuiper.errors import ExpressionError
-from parser.expression.tokenizer import Kind, tokenize
+from kuiper.parser.expression.tokenizer import Kind, tokenize
 
 
 def kinds_texts(expr):

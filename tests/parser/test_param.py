@@ -12,8 +12,8 @@ import pytest
 
 import kuiper
 from kuiper.errors import ModelFormatError
-from parser.param import read_param
-from parser.values import DTYPES, as_float, parse_dtype_suffix, parse_value
+from kuiper.parser.param import read_param
+from kuiper.parser.values import DTYPES, as_float, parse_dtype_suffix, parse_value
 
 MAGIC = "7767517"
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
-from layers import blas
+from kuiper.layers.cpu_helpers import blas
 
 needs_blas = pytest.mark.skipif(
     not blas.available(),
@@ -73,9 +73,9 @@ def test_without_direct_blas_convolutions_fall_back_to_im2col():
     """KUIPER_DIRECT_BLAS=0 (or a NumPy whose BLAS is not found): no taps, same results."""
     code = """
 import numpy as np, torch, torch.nn.functional as F
-from layers import blas, tap_gemm
-from layers.cpu.conv2d import ConvNd
-from kuiper.testing import assert_close, run_operator
+from kuiper.layers.cpu_helpers import blas, tap_gemm
+from kuiper.layers.cpu.conv2d import ConvNd
+from kuiper.tools.testing import assert_close, run_operator
 assert not blas.available() and not tap_gemm.available()
 ConvNd.lowering = "taps"  # asked for, but not available: im2col runs
 rng = np.random.default_rng(0)

@@ -1,13 +1,8 @@
-"""Reductions over a set of axes, seen the way an OpenCL kernel needs them.
+"""Which axes a reduction (sum, mean, max, norm, softmax ...) runs over, on both backends.
 
-An element of `x` is addressed by two independent parts: which output it contributes to (the
-kept axes) and where it sits inside its reduction (the reduced axes). Because a C-contiguous
-offset is a sum of `index * stride` terms, it splits exactly into
-
-    offset = base[output] + inner[r]      (r = position inside the reduction, in C order)
-
-`reduction_tables` computes both tables with NumPy at bind time, for any set of axes, so one
-kernel handles "reduce dim 1 of NCHW", "reduce (0, 2)" and "reduce everything" alike.
+PyTorch's `dim` may be one int, a list, negative, or absent (every axis); `keepdim` keeps the
+reduced axes as size 1; `torch.max(x, dim)` has two outputs, of which pnnx may keep one. These
+helpers settle all of that once, so every reduction layer reads it the same way.
 """
 
 from __future__ import annotations
@@ -15,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 if TYPE_CHECKING:  # for type hints only: no import cycle with layers.base at run time
     from kuiper.ir import RuntimeOperator
-    from layers.base import Layer
+    from kuiper.layers.base import Layer
 
 
 def normalize_axes(dims: Sequence[int] | None, rank: int) -> tuple[int, ...] | None:
@@ -67,27 +60,3 @@ def reduced_shape(shape: Sequence[int], axes: tuple[int, ...], keepdim: bool) ->
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def reduction_tables(shape: Sequence[int], axes: Sequence[int]
-                     ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(base, inner, contiguous): int32 offset tables for `shape` reduced over `axes`.
-
-    `contiguous` is True when inner[r] == r (the reduced axes are the trailing ones), so a
-    kernel can skip reading the inner table.
-    """
-    shape = tuple(shape)
-    index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
-    kept = [i for i in range(len(shape)) if i not in axes]
-    moved = np.transpose(index, kept + list(axes))
-    n_kept = len(kept)
-    base = moved[(Ellipsis,) + (0,) * len(axes)].reshape(-1) if moved.size else np.zeros(0)
-    inner = moved[(0,) * n_kept].reshape(-1) if moved.size else np.zeros(0)
-    contiguous = bool(np.array_equal(inner, np.arange(inner.size)))
-    return base.astype(np.int32), inner.astype(np.int32), contiguous
-
-
-def work_group_size(n: int, limit: int = 256) -> int:
-    """The power of two (tree reductions need one) closest above `n`, at most `limit`."""
-    size = 1
-    while size < min(n, limit):
-        size *= 2
-    return size

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
-from layers.datamove_util import contiguous_strides
 
 # OpenCL C type used to *move* elements of a NumPy dtype: only the size matters for a copy,
 # so half and double move as 16/64-bit integers and need no device extension.

@@ -1,8 +1,9 @@
 """The one BLAS call np.matmul cannot make: `C += A @ B` into an existing array.
 
 `np.matmul(a, b, out=c)` always *overwrites* `c` (BLAS's beta = 0). The tap-by-tap convolution
-(layers/tap_gemm.py) needs to add nine products into one output, and a temporary plus `c += tmp`
-costs an extra pass over the output per product: on ResNet-18 that ate most of the gain.
+(layers/cpu_helpers/tap_gemm.py) needs to add nine products into one output, and a temporary
+plus `c += tmp` costs an extra pass over the output per product: on ResNet-18 that ate most of
+the gain.
 BLAS's `sgemm` itself can accumulate (beta = 1), so we call it directly.
 
 We call the BLAS that NumPy is already using (NumPy's wheels ship OpenBLAS), found among the

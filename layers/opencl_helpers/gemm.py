@@ -19,42 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.opencl.layer import Launch, round_up
-from layers.tensor_util import keep_alive
 
 TILE = 16  # must match TS in clkernels/matmul.cl (passed as -DTS)
-
-
-@dataclass
-class MatmulShapes:
-    """torch.matmul of an (a) and (b) shape, reduced to a batch of (M,K) @ (K,N) products."""
-
-    batch: tuple[int, ...]     # broadcast batch dims
-    m: int
-    k: int
-    n: int
-    out: tuple[int, ...]       # result shape, with the dims of 1-D operands removed
-    a_view: tuple[int, ...]    # `a` as a matrix (a 1-D `a` is a 1xK row)
-    b_view: tuple[int, ...]    # `b` as a matrix (a 1-D `b` is a Kx1 column)
-
-
-def matmul_shapes(a: Sequence[int], b: Sequence[int]) -> MatmulShapes:
-    """Shapes of torch.matmul(a, b); raises ValueError with the reason when they do not fit."""
-    a, b = tuple(a), tuple(b)
-    if not a or not b:
-        raise ValueError(f"both operands need at least 1 dim, got {a} and {b}")
-    a_view = (1,) + a if len(a) == 1 else a
-    b_view = b + (1,) if len(b) == 1 else b
-    if a_view[-1] != b_view[-2]:
-        raise ValueError(f"inner dims differ: {a} @ {b} needs a.shape[-1] == "
-                         f"{'b.shape[0]' if len(b) == 1 else 'b.shape[-2]'}")
-    try:
-        batch = tuple(np.broadcast_shapes(a_view[:-2], b_view[:-2]))
-    except ValueError:
-        raise ValueError(f"batch dims {a_view[:-2]} and {b_view[:-2]} do not broadcast") from None
-    m, k, n = a_view[-2], a_view[-1], b_view[-1]
-    out = batch + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
-    return MatmulShapes(batch, m, k, n, out, a_view, b_view)
 
 
 @dataclass

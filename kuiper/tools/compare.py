@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import kuiper
-from kuiper.testing import RTOL, max_abs_diff, tolerance
+from kuiper.tools.testing import RTOL, max_abs_diff, tolerance
 
 
 @dataclass
@@ -48,7 +48,7 @@ def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str
 def trace_torch(path: str, inputs: list[np.ndarray]) -> Trace:
     import torch
 
-    from kuiper.reference import load_torch_reference, run_torch_reference
+    from kuiper.tools.reference import load_torch_reference, run_torch_reference
 
     model = load_torch_reference(path)
     trace = Trace("torch")

@@ -1,6 +1,6 @@
 """Train the demo model: a tiny CNN on scikit-learn's 8x8 handwritten digits, exported with pnnx.
 
-    python -m kuiper.demo.train_digits          # needs torch==2.13.0, pnnx, scikit-learn
+    python -m kuiper.tools.demo.train_digits          # needs torch==2.13.0, pnnx, scikit-learn
 
 It writes, beside this file (these are package data, committed to the repository):
 

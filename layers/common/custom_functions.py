@@ -23,9 +23,9 @@ from collections.abc import Callable
 import numpy as np
 
 from kuiper.errors import ExpressionError
-from parser.expression.evaluate import _PYTHON_BINARY, NUMPY
-from parser.expression.functions import FUNCTIONS, Function
-from parser.expression.tokenizer import Kind, tokenize
+from kuiper.parser.expression.evaluate import _PYTHON_BINARY, NUMPY
+from kuiper.parser.expression.functions import FUNCTIONS, Function
+from kuiper.parser.expression.tokenizer import Kind, tokenize
 
 # Kinds a new function may have: their dtype rules in dtypes.py need nothing else. (Casts, bitwise
 # ops, shifts and size() have special cases in several places, so they are not offered here.)
@@ -62,14 +62,14 @@ def define_function(name: str, arity: int, kind: str, numpy_kernel: Callable[...
         _PYTHON_BINARY[name] = lambda a, b: numpy_kernel(np.asarray(a),
                                                                    np.asarray(b)).item()
     if opencl is not None:                      # the OpenCL code generator learns the C
-        from layers.expression_codegen import FLOAT_C
+        from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
         FLOAT_C[name] = opencl
     return function
 
 
 def forget_function(name: str) -> None:
     """Undo `define_function(name, ...)`; the built-in functions cannot be forgotten."""
-    from layers.expression_codegen import FLOAT_C
+    from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
 
     if name in FUNCTIONS and FUNCTIONS[name] is not _BUILTIN.get(name):
         del FUNCTIONS[name]

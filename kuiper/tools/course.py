@@ -42,7 +42,7 @@ def course_dir() -> Path:
     """course_notes/ of the checkout Kuiper runs from (an editable install of a clone), or the
     folder named by $KUIPER_COURSE_DIR (a copy of the course elsewhere)."""
     here = Path(os.environ.get("KUIPER_COURSE_DIR") or
-                Path(__file__).resolve().parents[1] / "course_notes")
+                Path(__file__).resolve().parents[2] / "course_notes")
     if not here.is_dir():
         raise KuiperError(f"{here} not found: the course lives in the git checkout; clone the "
                           "repository and `pip install -e .` it to follow the lessons")
@@ -74,7 +74,7 @@ def resolve(target: str):
     """"package.module:attribute" -> the object; "clkernels/<stem>.cl" -> a function returning
     that kernel file's source."""
     if target.endswith(".cl"):
-        import clkernels
+        from kuiper import clkernels
 
         return functools.partial(clkernels.source, Path(target).stem)
     module_name, _, attr = target.partition(":")
@@ -223,7 +223,7 @@ def run_notes(notes: Path) -> dict:
     notes = Path(notes).resolve()
     namespace: dict = {"__name__": "__notes__"}
     cwd = os.getcwd()
-    os.chdir(Path(__file__).resolve().parents[1])
+    os.chdir(Path(__file__).resolve().parents[2])
     try:
         for start, code in python_blocks(notes):
             exec(compile("\n" * start + code, str(notes), "exec"), namespace)  # noqa: S102
@@ -246,7 +246,7 @@ def check(number: int, extra: list[str] | None = None) -> int:
         raise KuiperError(f"no lesson {number}; lessons: "
                           + ", ".join(f"{n} ({p.name})" for n, p in found.items()))
     folder = found[number]
-    root = str(Path(__file__).resolve().parents[1])  # `import kuiper` from the lesson folder
+    root = str(Path(__file__).resolve().parents[2])  # `import kuiper` from the lesson folder
     env = dict(os.environ, **{ENV: "student"})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "pytest", str(folder), "-q", "--tb=short", "--no-header",

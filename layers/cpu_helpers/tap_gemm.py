@@ -1,9 +1,9 @@
 """Convolution as one GEMM per kernel tap, reading the padded input in place (no im2col).
 
-im2col (layers/im2col.py) copies the input kh*kw times into a column matrix so that the whole
-convolution is one GEMM. For a 3x3 convolution over 64 channels of 56x56 that matrix is 7 MB,
-and writing then reading it back costs a quarter to a third of the GEMM's own time inside
-ResNet-18 on a 2-core machine. This module skips the copy. Split the sum over the kernel into
+im2col (layers/cpu_helpers/im2col.py) copies the input kh*kw times into a column matrix so that
+the whole convolution is one GEMM. For a 3x3 convolution over 64 channels of 56x56 that matrix
+is 7 MB, and writing then reading it back costs a quarter to a third of the GEMM's own time
+inside ResNet-18 on a 2-core machine. This module skips the copy. Split the sum over the kernel into
 its taps (i, j):
 
     out[o, y, x] = sum over (i, j) of  sum over c of  w[o, c, i, j] * in[c, y + i, x + j]
@@ -15,7 +15,8 @@ at the end). Then output pixel (y, x) sits at flat position y*Wp + x, and its in
 position (y+i)*Wp + (x+j) = y*Wp + x + (i*Wp + j): one constant offset. So X_ij is simply the
 flat padded input starting at offset i*Wp + j, a plain view that BLAS reads with a row stride
 (its "leading dimension"), and the convolution is kh*kw GEMMs adding into one output (BLAS's
-beta = 1, see layers/blas.py). Cost: (Wp - W)/W extra columns of arithmetic, 4% at 56x56.
+beta = 1, see layers/cpu_helpers/blas.py). Cost: (Wp - W)/W extra columns of arithmetic, 4% at
+56x56.
 
 Strides: an input row read with stride s is not a shifted view. Split the padded input into
 s*s *phases*, phase (a, b) = in[a::s, b::s] (one copy of the input, not kh*kw). Tap (i, j) then
@@ -36,9 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from layers import blas
-from layers.base import Activate
-from layers.im2col import workspace
+from kuiper.layers.base import Activate
+from kuiper.layers.cpu_helpers import blas
+from kuiper.layers.cpu_helpers.im2col import workspace
 
 
 def available() -> bool:

@@ -77,7 +77,7 @@ def comma_list(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
 
 
 def add_parser(sub) -> None:
-    from kuiper.cli import shape_list
+    from kuiper.tools.cli import shape_list
 
     p = sub.add_parser("bench", help="time a model per backend and per operator, against "
                        "PyTorch and onnxruntime", description=__doc__,
@@ -165,7 +165,7 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
 def cpu_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
     """Median wall time of each layer's forward() over a few runs (the observer hook).
 
-    Under an observer every operator runs on its own, unfused (kuiper/executor.py): a fused
+    Under an observer every operator runs on its own, unfused (kuiper/cpu_executor.py): a fused
     ReLU shows up with its own (small) time here, while the timed runs above had none.
     """
     samples: dict[str, list[float]] = {}
@@ -192,7 +192,7 @@ def opencl_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
 def bench_torch(path: str, inputs: list[np.ndarray], args: dict) -> Column:
     import torch
 
-    from kuiper.reference import load_torch_reference, run_torch_reference
+    from kuiper.tools.reference import load_torch_reference, run_torch_reference
 
     torch.set_num_threads(args["threads"])
     model = load_torch_reference(path)
@@ -214,7 +214,7 @@ def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict,
     Each timed run ends with a synchronize, so the time is the whole inference."""
     import torch
 
-    from kuiper.reference import load_torch_reference
+    from kuiper.tools.reference import load_torch_reference
 
     if not torch.cuda.is_available():
         raise KuiperError("PyTorch sees no CUDA device")
@@ -256,7 +256,7 @@ def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str) -> Path:
 
     import torch
 
-    from kuiper.reference import load_torch_reference
+    from kuiper.tools.reference import load_torch_reference
 
     model = load_torch_reference(param_path)
     path = Path(folder) / "model.onnx"
@@ -339,8 +339,8 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
               threads: int, input_shapes=None, device: str | None = None, top: int = 15,
               rounds: int = 5) -> int:
     import kuiper
-    from kuiper.inputs import random_inputs
     from kuiper.summary import human
+    from kuiper.tools.inputs import random_inputs
 
     probe = kuiper.load(path, input_shapes=input_shapes)  # shapes, FLOPs; fails early if bad
     inputs = random_inputs(probe.inputs)
@@ -405,8 +405,8 @@ def probe_rows(graph) -> list[dict]:
 
 
 def report(columns: list[Column], skipped: list[str], probe, top: int) -> None:
-    from kuiper.cli import print_table
-    from kuiper.testing import max_abs_diff
+    from kuiper.tools.cli import print_table
+    from kuiper.tools.testing import max_abs_diff
 
     for line in skipped:
         print(line)

@@ -19,9 +19,9 @@ from typing import TextIO
 import numpy as np
 
 import kuiper
-from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
 from kuiper.errors import KuiperError
-from kuiper.testing import max_abs_diff, tolerance
+from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
+from kuiper.tools.testing import max_abs_diff, tolerance
 
 # Grey levels from white paper to black ink, two characters per pixel so digits are not squashed
 # (terminal cells are about twice as tall as they are wide).
@@ -71,7 +71,8 @@ def pick_examples(predictions: np.ndarray, labels: np.ndarray, count: int) -> li
 def load_test_split() -> dict[str, np.ndarray]:
     if not DIGITS_TEST.exists() or not DIGITS_PARAM.exists():
         raise KuiperError(f"the demo files are missing from {DIGITS_TEST.parent}: reinstall "
-                          "kuiper, or recreate them with `python -m kuiper.demo.train_digits`")
+                          "kuiper, or recreate them with "
+                          "`python -m kuiper.tools.demo.train_digits`")
     with np.load(DIGITS_TEST, allow_pickle=False) as data:
         return {key: data[key] for key in data.files}
 

@@ -32,7 +32,7 @@ from kuiper.errors import KuiperError, OpenCLUnavailableError
 
 # Modules that contribute a subcommand through `add_parser(sub)`; missing ones are skipped, so a
 # module can be listed here before it exists.
-COMMAND_MODULES = ("kuiper.bench", "kuiper.compare", "kuiper.course")
+COMMAND_MODULES = ("kuiper.tools.bench", "kuiper.tools.compare", "kuiper.tools.course")
 BACKEND_CHOICES = ("cpu", "opencl")
 TOP_K = 5
 FOLDED = ("pnnx.Attribute",)
@@ -41,7 +41,7 @@ FOLDED = ("pnnx.Attribute",)
 # --- helpers shared by several subcommands ------------------------------------------------------
 def shape_list(text: str) -> list[tuple[int, ...]]:
     """argparse type for --input-shape: '1x3x224x224' or several joined by ','."""
-    from kuiper.inputs import parse_shapes
+    from kuiper.tools.inputs import parse_shapes
 
     try:
         return parse_shapes(text)
@@ -100,7 +100,7 @@ def add_run_parser(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kuiper.inputs import load_input, random_inputs
+    from kuiper.tools.inputs import load_input, random_inputs
 
     if args.output and not args.output.endswith((".npy", ".npz")):
         raise KuiperError(f"--output {args.output}: use a .npy or .npz file name")
@@ -138,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def print_top_k(logits: np.ndarray, labels: Sequence[str] | None, rows: int = 4) -> None:
     """Top-5 classes per sample, with softmax probabilities (for classifier outputs N x C)."""
-    from kuiper.postprocess import softmax_topk
+    from kuiper.tools.postprocess import softmax_topk
 
     probs, classes = softmax_topk(logits, TOP_K)
     for n in range(min(rows, len(probs))):
@@ -257,7 +257,7 @@ def add_demo_parser(sub) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from kuiper.demo.digits import run_demo
+    from kuiper.tools.demo.digits import run_demo
 
     return run_demo(args.backend, args.device, args.show)
 

@@ -114,13 +114,3 @@ def mha_output_shapes(query: Sequence[int], source: int, dims: MHADims,
     return tuple(query[:2]) + (dims.embed_dim,), weights
 
 
-def softmax_last(scores: np.ndarray, safe: bool) -> np.ndarray:
-    """Softmax over the last axis. `safe`: a row that is entirely -inf gives zeros (as
-    F.scaled_dot_product_attention does) instead of NaN (as nn.MultiheadAttention does)."""
-    m = np.max(scores, axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(scores - m)
-        p = e / np.sum(e, axis=-1, keepdims=True)
-    if safe:
-        p = np.where(np.isneginf(m), 0, p)
-    return p.astype(scores.dtype, copy=False)

@@ -29,13 +29,20 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import KERNEL_DIR
+from kuiper.clkernels import KERNEL_DIR
+from kuiper.parser.expression.ast import Input, Literal
+from kuiper.parser.expression.dtypes import (
+    BOOL,
+    DIMENSIONED,
+    ZERO_DIM,
+    TypeInfo,
+    signature,
+    type_of,
+)
+from kuiper.parser.expression.evaluate import PYTHON_NUMBERS, Symbolic, apply
+from kuiper.parser.expression.functions import FUNCTIONS, LIST
+from kuiper.parser.expression.rpn import Instruction, Op
 from kuiper.tensor_spec import TensorSpec
-from parser.expression.ast import Input, Literal
-from parser.expression.dtypes import BOOL, DIMENSIONED, ZERO_DIM, TypeInfo, signature, type_of
-from parser.expression.evaluate import PYTHON_NUMBERS, Symbolic, apply
-from parser.expression.functions import FUNCTIONS, LIST
-from parser.expression.rpn import Instruction, Op
 
 KERNEL_NAME = "expression"
 

@@ -36,32 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-# PyTorch's padding_mode -> np.pad's mode.
-PAD_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
-
-
-def resolve_padding(padding: str | Sequence[tuple[int, int]], kernel: Sequence[int],
-                    dilation: Sequence[int]) -> list[tuple[int, int]]:
-    """(before, after) padding of each spatial axis, from pairs or 'same' / 'valid'.
-
-    'valid' is no padding. 'same' keeps the size (stride 1 only) and, like PyTorch, puts the
-    odd extra element of an even kernel *after*: total d*(k-1), before = total // 2.
-    """
-    if padding == "valid":
-        return [(0, 0)] * len(kernel)
-    if padding == "same":
-        pads = []
-        for k, d in zip(kernel, dilation):
-            total = d * (k - 1)
-            pads.append((total // 2, total - total // 2))
-        return pads
-    return [(int(lo), int(hi)) for lo, hi in padding]
-
-
-def conv_output_size(size: int, kernel: int, stride: int, pad: tuple[int, int],
-                     dilation: int) -> int:
-    """Output length of one axis: how many windows of extent d*(k-1)+1 fit, s apart."""
-    return (size + pad[0] + pad[1] - dilation * (kernel - 1) - 1) // stride + 1
+from kuiper.layers.common.conv_geometry import PAD_MODES
 
 
 def pad_input(x: np.ndarray, pads: Sequence[tuple[int, int]], mode: str = "zeros",
@@ -88,20 +63,6 @@ def pad_input(x: np.ndarray, pads: Sequence[tuple[int, int]], mode: str = "zeros
         border[axis] = slice(out.shape[axis] - hi, out.shape[axis])
         out[tuple(border)] = value
     return out
-
-
-def source_indices(size: int, pad: tuple[int, int], mode: str = "zeros") -> np.ndarray:
-    """For each coordinate of a padded axis, the input coordinate it copies (-1: a zero).
-
-    Padding an index vector shows what every padding mode does:
-    size 4, pad (2, 2): zeros [-1 -1 0 1 2 3 -1 -1], reflect [2 1 0 1 2 3 2 1],
-    replicate [0 0 0 1 2 3 3 3], circular [2 3 0 1 2 3 0 1]. The OpenCL kernels read the input
-    through such tables instead of padding it.
-    """
-    index = np.arange(size, dtype=np.int32)
-    if mode == "zeros":
-        return np.pad(index, pad, mode="constant", constant_values=-1)
-    return np.pad(index, pad, mode=PAD_MODES[mode])
 
 
 def windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],

@@ -1,0 +1,66 @@
+"""OpenCL binds shared by the normalisation layers (see layers/common/norm.py for the maths).
+
+`bind_channel_affine` launches the per-channel affine kernel (BatchNorm, InstanceNorm with
+running stats); `RowNormOpenCL` is the bind of every row normalisation (LayerNorm, GroupNorm,
+InstanceNorm): one work-group per row, tree reductions in local memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kuiper.layers.common.norm import channel_layout
+from kuiper.opencl.layer import Launch, round_up
+
+
+def bind_channel_affine(layer, x, y, scale, shift, shape: Sequence[int], axis: int = 1) -> Launch:
+    """One launch of clkernels/batchnorm.cl's `channel_affine` (used by several layers)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    channels, inner = channel_layout(shape, axis)
+    kernel = layer.kernel("channel_affine", stem="batchnorm")
+    kernel.set_args(x.data, y.data, scale.data, shift.data, np.int32(n), np.int32(channels),
+                    np.int32(inner))
+    return Launch(kernel, (round_up(max(n, 1), 64),))
+
+
+class RowNormOpenCL:
+    """OpenCL bind for a RowNorm: one work-group per row, tree reductions in local memory.
+
+    Mix in before OpenCLLayer: `class LayerNorm(RowNormOpenCL, OpenCLLayer, cpu.LayerNorm)`.
+    The kernel (named like the stem) takes x, y, gamma, beta, length, groups, inner, eps and a
+    local scratch array of one float per work-item.
+    """
+
+    MAX_LOCAL = 256
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        lay = self.layout(in_specs[0].shape)
+        gamma, beta = self.affine_params(inputs)
+        # A missing weight is a weight of ones, a missing bias zeros: one kernel serves both.
+        if _on_host(gamma):
+            gamma = self.upload(np.ones(lay.n_params, np.float32) if gamma is None else gamma)
+        if _on_host(beta):
+            beta = self.upload(np.zeros(lay.n_params, np.float32) if beta is None else beta)
+        kernel = self.kernel(self.stem)
+        local = self._local_size(kernel, lay.length)
+        kernel.set_args(inputs[0].data, outputs[0].data, gamma.data, beta.data,
+                        np.int32(lay.length), np.int32(lay.groups), np.int32(lay.inner),
+                        np.float32(self.eps), self.runtime.cl.LocalMemory(4 * local))
+        self._weights = (gamma, beta)  # keep the device buffers alive with the layer
+        self.launches = [Launch(kernel, (lay.rows * local,), (local,))] if lay.rows else []
+
+    def _local_size(self, kernel, length: int) -> int:
+        """A power of two (the tree reduction halves it), no larger than the row needs."""
+        cl, device = self.runtime.cl, self.runtime.device
+        limit = min(self.MAX_LOCAL, device.max_work_group_size,
+                    kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        local = 1
+        while local * 2 <= limit and local < length:
+            local *= 2
+        return local
+
+
+def _on_host(value) -> bool:
+    return value is None or isinstance(value, np.ndarray)
