@@ -8,7 +8,28 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+
+
+def _use_checkout_folders() -> None:
+    """Run from a source checkout that was never installed (PYTHONPATH=the checkout).
+
+    An install maps the checkout's top folders layers/, parser/ and clkernels/ to
+    kuiper.layers, kuiper.parser and kuiper.clkernels (pyproject.toml, package-dir). Without an
+    install nothing maps them, so look for them beside this folder, where a checkout has them.
+    """
+    if importlib.util.find_spec("kuiper.parser") is not None:
+        return  # installed (or editable): the mapping already works
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if (os.path.isfile(os.path.join(checkout, "pyproject.toml"))
+            and os.path.isfile(os.path.join(checkout, "parser", "__init__.py"))):
+        __path__.append(checkout)
+
+
+_use_checkout_folders()
+
+# The imports below need the mapping, hence after it.
 from collections.abc import Sequence
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""The NumPy executor: run layers in topological order, freeing values after their last use.
+"""The CPU executor: run NumPy layers in topological order, freeing values after their last use.
 
 One optimisation on top: *activation fusion*. In `conv -> relu`, the ReLU reads the whole
 convolution output and writes a new array of the same size. When the ReLU is the only reader of
@@ -13,13 +13,10 @@ import ctypes
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from kuiper.graph import Observer, RuntimeGraph
-
+from kuiper.ir import Observer
 
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -48,9 +45,21 @@ def keep_freed_memory() -> bool:
 
 
 class CPUExecutor:
-    def __init__(self, graph: RuntimeGraph, fuse: bool = True):
+    """Runs a built RuntimeGraph (`graph`) with the NumPy layers.
+
+    `fuse=False` runs every ReLU as its own step instead of in its producer (see find_fusions).
+    """
+
+    def __init__(self, graph, fuse: bool = True):
         keep_freed_memory()
         self.graph = graph
+        self.fuse = fuse
+        self.fallbacks: list = []  # every operator runs its own (CPU) layer here
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Plan again for the graph's current shapes (the graph calls this after a resize)."""
+        graph, fuse = self.graph, self.fuse
         self.steps = [op for op in graph.order if op.layer is not None]
         keep = {o.name for o in graph.output_operands}
         self.fusions = find_fusions(self.steps, keep, graph.specs) if fuse else {}

@@ -7,30 +7,15 @@ nobody has to read a traceback from deep inside NumPy to find out what went wron
 
 from __future__ import annotations
 
+# The parser's errors are the bottom of the hierarchy (the parser imports nothing of the engine);
+# they are re-exported here so that every error has one home to import it from.
+from kuiper.parser.errors import ExpressionError, KuiperError, ModelFormatError
 
-class KuiperError(Exception):
-    """Base class of every error Kuiper raises on purpose."""
-
-
-class ModelFormatError(KuiperError):
-    """A `.pnnx.param` / `.pnnx.bin` file does not follow the format.
-
-    `path`, `line` (1-based, for the text file) and `entry` (zip entry name, for the weights)
-    locate the problem; the message already contains them.
-    """
-
-    def __init__(self, message: str, path: object = None, line: int | None = None,
-                 entry: str | None = None):
-        where = []
-        if path is not None:
-            where.append(str(path))
-        if line is not None:
-            where.append(f"line {line}")
-        if entry is not None:
-            where.append(f"entry '{entry}'")
-        prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
-        self.path, self.line, self.entry = path, line, entry
+__all__ = [
+    "KuiperError", "ModelFormatError", "ExpressionError", "OperatorError",
+    "UnsupportedOperatorError", "ShapeError", "GraphError", "OpenCLUnavailableError",
+    "KernelBuildError", "InputError",
+]
 
 
 class OperatorError(KuiperError):
@@ -51,18 +36,6 @@ class ShapeError(OperatorError):
 
 class GraphError(KuiperError):
     """The graph itself is wrong: a cycle, a dangling operand, or a call in the wrong state."""
-
-
-class ExpressionError(KuiperError):
-    """A `pnnx.Expression` that cannot be tokenized, parsed or evaluated.
-
-    The message shows the expression with a caret under the offending column.
-    """
-
-    def __init__(self, expr: str, column: int, message: str):
-        caret = " " * column + "^"
-        super().__init__(f"{message} at column {column}\n    {expr}\n    {caret}")
-        self.expr, self.column, self.message = expr, column, message
 
 
 class OpenCLUnavailableError(KuiperError):

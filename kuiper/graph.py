@@ -9,13 +9,19 @@ init():  read .param/.bin, make one RuntimeOperand per operand and one RuntimeOp
 build(): order the operators (topological sort), create one layer per operator from the
          registry, infer every operand's shape for the given input shapes, then hand the
          ordered, shape-checked graph to the backend's executor (NumPy or OpenCL).
+
+The graph is backend-neutral: it names its backend, and the registry says which layer class
+serves each operator there (including the OpenCL -> CPU fallback) and which executor runs it.
+Everything a backend keeps for itself (an OpenCL context, device buffers, which operators fall
+back to the host) lives in that executor, `graph.executor`.
 """
 
 from __future__ import annotations
 
 import enum
+import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,19 +30,16 @@ import numpy as np
 
 from kuiper import registry, topo
 from kuiper.errors import GraphError, InputError, KuiperError, ShapeError
-from kuiper.ir import RuntimeOperand, RuntimeOperator
+from kuiper.ir import Observer, RuntimeOperand, RuntimeOperator
+from kuiper.parser.binfile import WeightArchive
+from kuiper.parser.param import read_param
 from kuiper.parser.values import DTYPES
+from kuiper.summary import summarize
 from kuiper.tensor_spec import TensorSpec
-
-# parser.param / parser.binfile are imported inside init(): they import kuiper.errors, so a
-# module-level import here would make `import parser` (before kuiper) a circular import.
 
 # Operators the graph handles itself instead of a layer.
 INPUT, OUTPUT, TUPLE = "pnnx.Input", "pnnx.Output", "prim::TupleConstruct"
 GRAPH_OPS = (INPUT, OUTPUT, TUPLE)
-
-# Called after each operator runs: (operator, its outputs as NumPy arrays, seconds).
-Observer = Callable[[RuntimeOperator, list, float], None]
 
 
 class GraphState(enum.Enum):
@@ -72,25 +75,19 @@ class RuntimeGraph:
             raise KuiperError(f"unknown backend '{backend}', expected one of "
                               f"{', '.join(registry.BACKENDS)}")
         self.backend = backend
-        self.backend_options = backend_options
+        self.backend_options = _checked_options(backend, backend_options)
         self.state = GraphState.NEED_INIT
         self.operators: list[RuntimeOperator] = []
         self.operands: dict[str, RuntimeOperand] = {}
         self.order: list[RuntimeOperator] = []
-        self.levels: list[list[RuntimeOperator]] = []
         self.specs: dict[str, TensorSpec] = {}
         self.input_ops: list[RuntimeOperator] = []
         self.output_operands: list[RuntimeOperand] = []
-        # Operators an OpenCL graph runs on the host (no OpenCL twin); set by the executor.
-        self.fallbacks: list[RuntimeOperator] = []
-        self.executor: Any = None
-        self._archive = None  # parser.binfile.WeightArchive, kept open: arrays map into it
+        self.executor: Any = None  # the backend's executor, made by build()
+        self._archive: WeightArchive | None = None  # kept open: the weight arrays map into it
 
     # --- init -----------------------------------------------------------------------------------
     def init(self) -> RuntimeGraph:
-        from kuiper.parser.binfile import WeightArchive
-        from kuiper.parser.param import read_param
-
         model = read_param(self.param_path)
         needs_weights = any(d.attributes for d in model.operators)
         archive = WeightArchive(self.bin_path) if needs_weights else None
@@ -152,12 +149,14 @@ class RuntimeGraph:
             raise GraphError("build() called before init(): call init() first "
                              "(kuiper.load() does both)")
         if self.state == GraphState.NEED_BUILD:
-            self.levels = topo.level_schedule(self.operators)
             self.order = topo.dfs_iterative(self.operators)
             self._create_layers()
         specs = self._input_specs(input_shapes)
         self._infer(specs)
-        self.executor = self._make_executor()
+        if self.executor is None:
+            self.executor = registry.executor_class(self.backend)(self, **self.backend_options)
+        else:  # a new input size: the executor keeps its runtime and rebinds for the new shapes
+            self.executor.rebuild()
         self.state = GraphState.COMPLETE
         return self
 
@@ -169,13 +168,8 @@ class RuntimeGraph:
                     raise GraphError(f"operator '{op.name}': prim::TupleConstruct is supported "
                                      "only as a model output")
                 continue
-            if self.backend == "opencl":
-                # No OpenCL twin: use the CPU layer; the executor runs it between a download
-                # and an upload (unless its outputs are folded) and lists it in `fallbacks`.
-                cls = registry.find(op.type, "opencl") or registry.lookup(op.type, "cpu")
-            else:
-                cls = registry.lookup(op.type, "cpu")
-            op.layer = cls.from_operator(op)
+            # The backend's own layer, or the registry's fallback (the CPU layer, for OpenCL)
+            op.layer = registry.layer_for(op.type, self.backend).from_operator(op)
 
     def _input_specs(self, shapes) -> list[TensorSpec]:
         declared = [(op.outputs[0].shape, op.outputs[0].dtype) for op in self.input_ops]
@@ -218,13 +212,6 @@ class RuntimeGraph:
     def _declared_inputs(self) -> str:
         return ", ".join("x".join(str(d) for d in (op.outputs[0].shape or ()))
                          for op in self.input_ops)
-
-    def _make_executor(self):
-        if self.backend == "opencl":
-            from kuiper.opencl.executor import OpenCLExecutor
-            return OpenCLExecutor(self, **self.backend_options)
-        from kuiper.cpu_executor import CPUExecutor
-        return CPUExecutor(self, fuse=self.backend_options.get("fuse", True))
 
     # --- run ------------------------------------------------------------------------------------
     def forward(self, *inputs: Any, observer: Observer | None = None) -> list[np.ndarray]:
@@ -286,13 +273,33 @@ class RuntimeGraph:
                                 _np_dtype(operand.dtype)))
         return out
 
+    @property
+    def fallbacks(self) -> list[RuntimeOperator]:
+        """Operators without a layer of this backend, run by the executor on the host."""
+        return list(getattr(self.executor, "fallbacks", ()))
+
     def summary(self) -> str:
-        from kuiper.summary import summarize
+        """Operators, shapes, parameters, FLOPs, and which operators may run concurrently."""
         return summarize(self)
 
     def __repr__(self) -> str:
         return (f"RuntimeGraph({Path(self.param_path).name!r}, backend={self.backend!r}, "
                 f"{len(self.operators)} operators, state={self.state.name})")
+
+
+def _checked_options(backend: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The backend options, refused by name if the backend's executor does not take them.
+
+    The options are the executor's keyword arguments (CPUExecutor: fuse; OpenCLExecutor:
+    device, out_of_order, profiling, runtime), so its signature is the one list of them.
+    """
+    executor = registry.executor_class(backend)
+    accepted = [name for name in inspect.signature(executor).parameters if name != "graph"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise KuiperError(f"unknown option(s) for the {backend} backend: {', '.join(unknown)} "
+                          f"(it takes: {', '.join(accepted) or 'none'})")
+    return options
 
 
 def _bin_beside(param_path: str) -> str:

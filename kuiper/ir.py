@@ -10,6 +10,7 @@ with an `OperatorError` naming the operator, the parameter and what was expected
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,6 @@ from kuiper.errors import OperatorError
 from kuiper.parser.values import as_float
 
 if TYPE_CHECKING:
-    from kuiper.layers.base import Layer
     from kuiper.parser.param import OperatorDef
 
 _MISSING = object()
@@ -46,7 +46,9 @@ class RuntimeOperator:
     inputs: list[RuntimeOperand] = field(default_factory=list)
     outputs: list[RuntimeOperand] = field(default_factory=list)
     input_names: list[str | None] = field(default_factory=list)
-    layer: Layer | None = None
+    # The operator's layer (a kuiper.layers.base.Layer), set by RuntimeGraph.build(). Typed
+    # loosely on purpose: the IR sits below the layers, which build on it, never the other way.
+    layer: Any = None
     line: int = 0
     source: OperatorDef | None = None
 
@@ -131,3 +133,8 @@ class RuntimeOperator:
             raise self.error(f"weight '@{key}' has shape {tuple(array.shape)}, expected "
                              f"{tuple(shape)}")
         return array
+
+
+# Called after each operator runs, by either executor: (operator, its outputs as NumPy arrays,
+# seconds). `kuiper compare` and `kuiper bench` are observers.
+Observer = Callable[[RuntimeOperator, list, float], None]

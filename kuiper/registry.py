@@ -28,14 +28,20 @@ T = TypeVar("T", bound=type)
 
 
 def register(*op_types: str, backend: str = "cpu") -> Callable[[T], T]:
-    """Class decorator: make `cls` the layer for each PNNX type in `op_types` on `backend`."""
+    """Class decorator: make `cls` the layer for each PNNX type in `op_types` on `backend`.
+
+    An OpenCL twin usually runs exactly the types of the CPU layer it subclasses, so
+    `@register(backend="opencl")` with no types takes them from that layer (`cpu_base`): the
+    list is written once, on the CPU side. Name types only for a twin that covers fewer.
+    """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend '{backend}', expected one of {BACKENDS}")
-    if not op_types:
+    if not op_types and backend == "cpu":
         raise ValueError("register() needs at least one PNNX operator type")
 
     def decorate(cls: T) -> T:
-        for op_type in op_types:
+        types = op_types or cpu_base(cls).op_types
+        for op_type in types:
             previous = _REGISTRY[backend].get(op_type)
             if previous is not None and previous is not cls:
                 raise ValueError(f"{op_type} on {backend} is registered twice: "
@@ -43,11 +49,24 @@ def register(*op_types: str, backend: str = "cpu") -> Callable[[T], T]:
                                  f"{cls.__module__}.{cls.__name__}")
             _REGISTRY[backend][op_type] = cls
         # Own types only (an OpenCL twin subclasses its CPU layer and must not inherit its list).
-        cls.op_types = tuple(dict.fromkeys(cls.__dict__.get("op_types", ()) + op_types))
+        cls.op_types = tuple(dict.fromkeys(cls.__dict__.get("op_types", ()) + types))
         cls.backend = backend
         return cls
 
     return decorate
+
+
+def cpu_base(cls: type) -> type:
+    """The CPU layer `cls` is the twin of: the first class in its MRO registered on "cpu".
+
+    `register` sets `backend` in the registered class's own namespace, so `vars()` tells a
+    registered CPU layer from a class that merely inherits from one.
+    """
+    for base in cls.__mro__[1:]:
+        if vars(base).get("backend") == "cpu":
+            return base
+    raise ValueError(f"{cls.__module__}.{cls.__name__} subclasses no registered CPU layer to "
+                     "take its PNNX types from: subclass one, or name the types in register()")
 
 
 def load_layers(backend: str) -> None:
@@ -75,9 +94,41 @@ def lookup(op_type: str, backend: str = "cpu") -> type:
 
 
 def find(op_type: str, backend: str) -> type | None:
-    """Like lookup, but None when missing (used for the OpenCL -> CPU fallback)."""
+    """Like lookup, but None when missing."""
     load_layers(backend)
     return _REGISTRY[backend].get(op_type)
+
+
+# When a backend has no layer for a type, the layer of another backend stands in: an OpenCL graph
+# runs such an operator's CPU layer on the host (its executor downloads the inputs and uploads
+# the outputs around it, see kuiper/opencl/layer.py's HostFallback).
+FALLBACK = {"opencl": "cpu"}
+
+
+def layer_for(op_type: str, backend: str) -> type:
+    """The layer class a `backend` graph uses for `op_type`: its own, else its fallback's.
+
+    Raises UnsupportedOperatorError (naming the type, with close matches) when none has one.
+    """
+    cls = find(op_type, backend)
+    if cls is None and backend in FALLBACK:
+        return layer_for(op_type, FALLBACK[backend])
+    return cls or lookup(op_type, backend)
+
+
+# The executor of each backend, imported only when a graph first needs it. The graph knows the
+# backends by name alone, so it never imports an executor (and an executor may import whatever
+# its backend needs, without the graph depending on it).
+EXECUTORS = {"cpu": "kuiper.cpu_executor:CPUExecutor",
+             "opencl": "kuiper.opencl.executor:OpenCLExecutor"}
+
+
+def executor_class(backend: str) -> type:
+    """The executor class that runs a built graph on `backend`."""
+    if backend not in EXECUTORS:
+        raise ValueError(f"unknown backend '{backend}', expected one of {', '.join(EXECUTORS)}")
+    module, _, name = EXECUTORS[backend].partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def supported(backend: str) -> dict[str, type]:

@@ -1,11 +1,13 @@
-"""`graph.summary()`: one row per operator with its output shapes, parameters and FLOPs."""
+"""`graph.summary()`: one row per operator with its output shapes, parameters and FLOPs.
+
+Every function here takes a built RuntimeGraph and only reads it (its `order`, `specs`,
+`operators`, ports and `fallbacks`); this module does not import the graph, which calls it.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kuiper.graph import RuntimeGraph
+from kuiper import topo
+from kuiper.table import format_table
 
 
 def human(n: float) -> str:
@@ -16,7 +18,7 @@ def human(n: float) -> str:
     return f"{n:.3g}P"
 
 
-def operator_rows(graph: RuntimeGraph) -> list[dict]:
+def operator_rows(graph) -> list[dict]:
     rows = []
     for op in graph.order:
         if op.layer is None:
@@ -45,21 +47,33 @@ def type_breakdown(rows: list[dict]) -> str:
     return ", ".join(parts)
 
 
-def summarize(graph: RuntimeGraph) -> str:
+def concurrency(graph) -> list[str]:
+    """Which operators may run at the same time: the level schedule, levels with 2+ operators.
+
+    Level k holds the operators whose inputs are all produced by levels before k (see
+    kuiper/topo.py), so the operators of one level never wait for each other: an out-of-order
+    OpenCL queue may overlap them, and a threaded CPU executor could.
+    """
+    levels = [[op for op in level if op.layer is not None]
+              for level in topo.level_schedule(graph.operators)]
+    levels = [level for level in levels if level]
+    wide = [(k, level) for k, level in enumerate(levels) if len(level) > 1]
+    lines = [f"{len(levels)} levels; the widest holds {max(map(len, levels), default=0)} "
+             "operator(s) that may run concurrently"]
+    shown = 8  # a deep network has many small branches; the first few show the idea
+    lines += [f"  level {k}: " + ", ".join(op.name for op in level) for k, level in wide[:shown]]
+    if len(wide) > shown:
+        lines.append(f"  ... and {len(wide) - shown} more levels with 2+ operators")
+    return lines
+
+
+def summarize(graph) -> str:
     rows = operator_rows(graph)
     fallback = {op.name for op in graph.fallbacks}
-    header = ("operator", "type", "output", "params", "FLOPs")
-    table = [header] + [(r["name"], r["type"] + (" *" if r["name"] in fallback else ""),
-                         r["output"], f"{r['params']:,}", human(r["flops"])) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    right = (False, False, False, True, True)  # numbers line up on their last digit
-
-    def line(row) -> str:
-        return "  ".join(cell.rjust(w) if r else cell.ljust(w)
-                         for cell, w, r in zip(row, widths, right)).rstrip()
-
-    lines = [line(row) for row in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    table = [("operator", "type", "output", "params", "FLOPs")]
+    table += [(r["name"], r["type"] + (" *" if r["name"] in fallback else ""),
+               r["output"], f"{r['params']:,}", human(r["flops"])) for r in rows]
+    lines = [format_table(table, right=(3, 4))]  # numbers line up on their last digit
     total_p = sum(r["params"] for r in rows)
     weight_bytes = sum(int(a.nbytes) for op in graph.operators for a in op.attributes.values())
     total_f = sum(r["flops"] for r in rows)
@@ -73,4 +87,5 @@ def summarize(graph: RuntimeGraph) -> str:
     if graph.fallbacks:
         lines.append("* no OpenCL layer, runs on the CPU: " + ", ".join(
             f"{op.name} ({op.type})" for op in graph.fallbacks))
+    lines.append("concurrency: " + "\n".join(concurrency(graph)))
     return "\n".join(lines)

@@ -84,11 +84,6 @@ class Layer:
             want = " or ".join(str(c) for c in counts)
             raise self.op.error(f"expected {want} input(s), got {len(inputs)}")
 
-    def expect_rank(self, spec: TensorSpec, *ranks: int, what: str = "input") -> None:
-        if len(spec.shape) not in ranks:
-            want = " or ".join(f"{r}-D" for r in ranks)
-            raise self.shape_error(f"{what} should be {want}, got shape {spec.shape}")
-
 
 class ElementwiseLayer(Layer):
     """One input, one output of the same shape and dtype: activations and friends."""

@@ -17,7 +17,7 @@ import zipfile
 
 import numpy as np
 
-from kuiper.errors import ModelFormatError
+from kuiper.parser.errors import ModelFormatError
 from kuiper.parser.values import DTYPES
 
 LOCAL_HEADER_SIZE = 30

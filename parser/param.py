@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from kuiper.errors import ModelFormatError
+from kuiper.parser.errors import ModelFormatError
 from kuiper.parser.values import parse_dtype_suffix, parse_value
 
 MAGIC = "7767517"

@@ -9,70 +9,51 @@ At build time (once per input shape):
 Per inference: one upload per graph input, one enqueue batch per operator, each waiting on the
 events of the operators that produce its inputs (so an out-of-order queue runs it correctly and
 may overlap independent branches), one download per graph output, and a single host wait.
-An operator without an OpenCL twin runs its CPU layer between a download and an upload; the
-graph's `fallbacks` list names every such operator.
+An operator without an OpenCL twin runs its CPU layer between a download and an upload (the
+registry's fallback rule, carried out by a HostFallback); `fallbacks` names every such operator.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from kuiper.opencl.layer import OpenCLLayer
+from kuiper.ir import Observer, RuntimeOperator
+from kuiper.opencl.layer import HostFallback, OpenCLLayer
 from kuiper.opencl.runtime import OpenCLRuntime
 from kuiper.tensor_spec import TensorSpec
-
-if TYPE_CHECKING:
-    from kuiper.graph import Observer, RuntimeGraph
-    from kuiper.ir import RuntimeOperator
 
 
 def _is_numeric(spec: TensorSpec) -> bool:
     return spec.dtype != np.dtype(object)
 
 
-class HostFallback:
-    """Runs a CPU layer inside an OpenCL graph: download inputs, forward, upload outputs."""
-
-    def __init__(self, layer, runtime: OpenCLRuntime):
-        self.layer, self.runtime = layer, runtime
-
-    def bind(self, inputs, outputs, in_specs, out_specs) -> None:
-        self.inputs, self.outputs, self.in_specs = inputs, outputs, in_specs
-
-    def enqueue(self, queue, wait_for) -> list:
-        cl = self.runtime.cl
-        if wait_for:
-            cl.wait_for_events(list(wait_for))
-        host = [spec.value if arr is None else arr.get(queue)
-                for arr, spec in zip(self.inputs, self.in_specs)]
-        results = self.layer.forward(host)
-        events = []
-        for arr, value in zip(self.outputs, results):
-            if arr is not None:
-                events.append(cl.enqueue_copy(queue, arr.data,
-                                              np.ascontiguousarray(value, dtype=arr.dtype),
-                                              is_blocking=False))
-        return events
-
-
 class OpenCLExecutor:
-    def __init__(self, graph: RuntimeGraph, device: str | None = None,
-                 out_of_order: bool = False, profiling: bool = False,
-                 runtime: OpenCLRuntime | None = None):
-        # Rebuilding for a new input shape keeps the runtime (and its compiled programs).
-        previous = getattr(graph, "_opencl_runtime", None)
-        self.runtime = runtime or previous or OpenCLRuntime.shared(device, out_of_order,
-                                                                   profiling)
-        graph._opencl_runtime = self.runtime
+    """Runs a built RuntimeGraph (`graph`) on one OpenCL device.
+
+    Options: `device` ("P:D" or part of a name, as PYOPENCL_CTX), `out_of_order` (an
+    out-of-order queue), `profiling` (events carry device timestamps), or a `runtime` to share.
+    """
+
+    def __init__(self, graph, device: str | None = None, out_of_order: bool = False,
+                 profiling: bool = False, runtime: OpenCLRuntime | None = None):
+        # One runtime per device and queue kind per process: programs are built once for every
+        # graph; a rebuild for a new input size keeps it too.
+        self.runtime = runtime or OpenCLRuntime.shared(device, out_of_order, profiling)
         self.graph = graph
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Allocate and bind again for the graph's current shapes (after a resize)."""
         self.arrays: dict[str, Any] = {}   # operand name -> device array (None: host-only value)
         self.folded: set[str] = set()      # operators whose outputs are all known constants
         self.steps: list[tuple[RuntimeOperator, Any]] = []
         self.last_events: dict[str, list] = {}
         self._bind_all()
+        # Operators without an OpenCL layer, run on the host between a download and an upload
+        self.fallbacks = [op for op, runner in self.steps if isinstance(runner, HostFallback)]
 
     def _bind_all(self) -> None:
         graph, rt = self.graph, self.runtime
@@ -105,7 +86,6 @@ class OpenCLExecutor:
             for operand, array in zip(op.outputs, outputs):
                 self.arrays[operand.name] = array
             self.steps.append((op, runner))
-        graph.fallbacks = [op for op, runner in self.steps if isinstance(runner, HostFallback)]
 
     def run(self, inputs: list[np.ndarray], observer: Observer | None = None) -> list:
         cl, queue, graph = self.runtime.cl, self.runtime.queue, self.graph

@@ -1,4 +1,4 @@
-"""Base class of OpenCL layers.
+"""Base class of OpenCL layers, and HostFallback, which runs a CPU layer among them.
 
 An OpenCL layer is the *twin* of a CPU layer: it subclasses it, so parameter reading,
 `infer` and FLOP counting are shared, and adds three steps the executor calls:
@@ -11,7 +11,7 @@ An OpenCL layer is the *twin* of a CPU layer: it subclasses it, so parameter rea
 Binding happens once per input shape; `enqueue` is the hot path and does nothing but
 `cl.enqueue_nd_range_kernel` (about 1.5 us each; `prg.name(...)` costs ~100x more).
 
-    @register("nn.ReLU", backend="opencl")
+    @register(backend="opencl")            # the PNNX types of cpu_relu.ReLU
     class ReLU(OpenCLLayer, cpu_relu.ReLU):
         kernel_file = "relu"
         def bind(self, inputs, outputs, in_specs, out_specs):
@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.tensor_spec import TensorSpec
@@ -91,3 +93,34 @@ class OpenCLLayer(Layer):
 
     def forward(self, inputs):  # pragma: no cover - OpenCL layers run through enqueue
         raise NotImplementedError("OpenCL layers run through the OpenCL executor")
+
+
+class HostFallback:
+    """Runs a CPU layer inside an OpenCL graph: download inputs, forward, upload outputs.
+
+    The registry's fallback rule (kuiper/registry.py, FALLBACK) gives an OpenCL graph the CPU
+    layer of an operator that has no OpenCL twin; the executor wraps it in this, so it binds and
+    enqueues like any OpenCL layer. It costs two copies and a host wait: `kuiper info` marks such
+    operators, and `graph.fallbacks` lists them.
+    """
+
+    def __init__(self, layer, runtime):
+        self.layer, self.runtime = layer, runtime
+
+    def bind(self, inputs, outputs, in_specs, out_specs) -> None:
+        self.inputs, self.outputs, self.in_specs = inputs, outputs, in_specs
+
+    def enqueue(self, queue, wait_for) -> list:
+        cl = self.runtime.cl
+        if wait_for:
+            cl.wait_for_events(list(wait_for))
+        host = [spec.value if arr is None else arr.get(queue)
+                for arr, spec in zip(self.inputs, self.in_specs)]
+        results = self.layer.forward(host)
+        events = []
+        for arr, value in zip(self.outputs, results):
+            if arr is not None:
+                events.append(cl.enqueue_copy(queue, arr.data,
+                                              np.ascontiguousarray(value, dtype=arr.dtype),
+                                              is_blocking=False))
+        return events

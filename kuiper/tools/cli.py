@@ -10,6 +10,7 @@
 Each subcommand is one `add_<name>_parser(sub)` function that declares its arguments and sets
 `func`, the function that runs it and returns the exit status. Subcommands that live in their own
 module (bench, compare, course) expose `add_parser(sub)` and are listed in COMMAND_MODULES.
+Those modules import nothing from this one: the CLI sits on top of the tools, not among them.
 
 Exit status: 0 success, 1 a KuiperError (printed as `kuiper: error: ...`, without a traceback:
 the message already says what is wrong and how to fix it), 2 a usage error (argparse).
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import os
 import sys
 import time
@@ -29,9 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError
+from kuiper.table import print_table
+from kuiper.tools.inputs import shape_list
 
-# Modules that contribute a subcommand through `add_parser(sub)`; missing ones are skipped, so a
-# module can be listed here before it exists.
+# Modules that contribute a subcommand through `add_parser(sub)` (imported when the parser is
+# built, so `kuiper --version` does not pay for them).
 COMMAND_MODULES = ("kuiper.tools.bench", "kuiper.tools.compare", "kuiper.tools.course")
 BACKEND_CHOICES = ("cpu", "opencl")
 TOP_K = 5
@@ -39,16 +41,6 @@ FOLDED = ("pnnx.Attribute",)
 
 
 # --- helpers shared by several subcommands ------------------------------------------------------
-def shape_list(text: str) -> list[tuple[int, ...]]:
-    """argparse type for --input-shape: '1x3x224x224' or several joined by ','."""
-    from kuiper.tools.inputs import parse_shapes
-
-    try:
-        return parse_shapes(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path of the .pnnx.param (the .pnnx.bin is found beside it)")
     p.add_argument("--backend", choices=BACKEND_CHOICES, default="cpu",
@@ -199,14 +191,6 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_table(rows: Sequence[Sequence[str]]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for k, row in enumerate(rows):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if k == 0:
-            print("  ".join(("-" if h else " ") * w for h, w in zip(row, widths)).rstrip())
-
-
 # --- devices ------------------------------------------------------------------------------------
 def add_devices_parser(sub) -> None:
     p = sub.add_parser("devices", help="list OpenCL devices and the one Kuiper picks")
@@ -278,8 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in BUILTIN_COMMANDS:
         add(sub)
     for name in COMMAND_MODULES:
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name).add_parser(sub)
+        importlib.import_module(name).add_parser(sub)
     return parser
 
 

@@ -11,12 +11,12 @@ of operators that are `nn.*` modules there (pnnx names those modules after the o
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import kuiper
+from kuiper.table import print_table
 from kuiper.tools.testing import RTOL, max_abs_diff, tolerance
 
 
@@ -72,13 +72,11 @@ def relative(diff: float, ref) -> float:
 
 
 def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarray] | None,
-            device: str | None = None, rtol: float = RTOL, console=None) -> int:
-    """Run, print the per-operator table, return the process exit code (1 on a mismatch)."""
-    from rich.console import Console
-    from rich.table import Table
+            device: str | None = None, rtol: float = RTOL) -> int:
+    """Run, print the per-operator table, return the process exit code (1 on a mismatch).
 
-    # Piped or captured output has no terminal width; rich would cut the table to 80 columns.
-    console = console or Console(width=None if sys.stdout.isatty() else 200)
+    A difference over the tolerance is marked with `!`, and the first operator that has one
+    with `>>`: errors propagate, so that is where to look."""
     traces, graph = [], None
     for backend in backends:
         if graph is None:
@@ -93,15 +91,11 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
 
     ref = traces[0]
     others = traces[1:] + ([torch_trace] if torch_trace else [])
-    table = Table(title=f"{path}: differences against {ref.label} (tolerance "
-                        f"{rtol:g} x max(1, |ref|max))")
-    table.add_column("operator")
-    table.add_column("type")
+    header = ["operator", "type"]
     for t in others:
-        table.add_column(f"{t.label} max abs", justify="right")
-        table.add_column(f"{t.label} rel", justify="right")
-    for t in traces:
-        table.add_column(f"{t.label} ms", justify="right")
+        header += [f"{t.label} max abs", f"{t.label} rel"]
+    header += [f"{t.label} ms" for t in traces]
+    rows = [header]
 
     first_bad = None
     for op in graph.order:
@@ -120,15 +114,16 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
             rel = max(relative(max_abs_diff(a, b), b) for a, b in zip(theirs, mine))
             over = any(max_abs_diff(a, b) > tolerance(b, rtol) for a, b in zip(theirs, mine))
             bad |= over
-            style = "bold red" if over else ""
-            cells += [f"[{style}]{diff:.2e}[/]" if style else f"{diff:.2e}", f"{rel:.2e}"]
+            cells += [f"{diff:.2e}" + ("!" if over else ""), f"{rel:.2e}"]
         times = [f"{t.seconds.get(op.name, 0) * 1e3:.3f}" for t in traces]
         name = op.name
         if bad and first_bad is None:
             first_bad = op
-            name = f"[bold red]>> {op.name}[/]"
-        table.add_row(name, op.type, *cells, *times)
-    console.print(table)
+            name = f">> {op.name}"
+        rows.append([name, op.type, *cells, *times])
+    print(f"{path}: differences against {ref.label} (tolerance {rtol:g} x max(1, |ref|max); "
+          "! = over it)")
+    print_table(rows, right=range(2, len(header)))
 
     failed = False
     for t in others:
@@ -136,10 +131,10 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
             diff, tol = max_abs_diff(a, b), tolerance(b, rtol)
             ok = diff <= tol
             failed |= not ok
-            console.print(f"output {i}: {t.label} vs {ref.label}: max abs {diff:.3e} "
+            print(f"output {i}: {t.label} vs {ref.label}: max abs {diff:.3e} "
                           f"(tolerance {tol:.1e}) {'ok' if ok else 'MISMATCH'}")
     if first_bad is not None:
-        console.print(f"first operator over tolerance: {first_bad.name} ({first_bad.type}, "
+        print(f"first operator over tolerance: {first_bad.name} ({first_bad.type}, "
                       f"line {first_bad.line})")
     return 1 if failed else 0
 

@@ -2,7 +2,11 @@
 
 pnnx writes only the functions listed in `functions.FUNCTIONS`, and Kuiper knows all of them.
 But a hand-edited model, a newer pnnx, or an experiment may call one more, and seeing where a
-function has to be known is the best map of the four steps of `parser/expression`:
+function has to be known is the best map of the four steps of `parser/expression`.
+
+This lives with the layers, not in the parser: it teaches *both backends* (the NumPy evaluator's
+tables and the OpenCL code generator's), and the parser must not reach up into the layers.
+
 
     step          what it needs for `log2(@0)`                  where
     tokenizer     nothing, if `log2` is a word it calls a NAME   tokenizer.py (_word)
@@ -22,7 +26,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kuiper.errors import ExpressionError
+from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
+from kuiper.parser.errors import ExpressionError
 from kuiper.parser.expression.evaluate import _PYTHON_BINARY, NUMPY
 from kuiper.parser.expression.functions import FUNCTIONS, Function
 from kuiper.parser.expression.tokenizer import Kind, tokenize
@@ -57,25 +62,9 @@ def define_function(name: str, arity: int, kind: str, numpy_kernel: Callable[...
                          + ", ".join(f"{k} ({n})" for k, n in KINDS.items()))
     function = Function(name, arity, arity, kind)
     FUNCTIONS[name] = function                  # the parser learns the arity
-    NUMPY[name] = numpy_kernel        # the evaluator learns the values
+    NUMPY[name] = numpy_kernel                  # the evaluator learns the values
     if arity == 2:                              # ... also on plain Python numbers
-        _PYTHON_BINARY[name] = lambda a, b: numpy_kernel(np.asarray(a),
-                                                                   np.asarray(b)).item()
+        _PYTHON_BINARY[name] = lambda a, b: numpy_kernel(np.asarray(a), np.asarray(b)).item()
     if opencl is not None:                      # the OpenCL code generator learns the C
-        from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
         FLOAT_C[name] = opencl
     return function
-
-
-def forget_function(name: str) -> None:
-    """Undo `define_function(name, ...)`; the built-in functions cannot be forgotten."""
-    from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
-
-    if name in FUNCTIONS and FUNCTIONS[name] is not _BUILTIN.get(name):
-        del FUNCTIONS[name]
-        NUMPY.pop(name, None)
-        _PYTHON_BINARY.pop(name, None)
-        FLOAT_C.pop(name, None)
-
-
-_BUILTIN = dict(FUNCTIONS)

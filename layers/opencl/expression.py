@@ -3,9 +3,10 @@
 Build time, once per input shape:
 - results known from shapes alone (`[size(@0,0),-1,3]`, `mul(size(@0,1),2)`) never reach this
   layer: infer gives them a value and the executor folds them, so they cost no kernel;
-- otherwise the generator writes the source of one fused kernel, which is built once per
-  (expression, input shapes, dtypes, constant inputs) and kept in an in-process cache, so a
-  model that repeats an expression (every block of a ResNet) compiles it once;
+- otherwise the generator writes the source of one fused kernel, with the input shapes, dtypes
+  and constant inputs baked in; the runtime builds each distinct source once
+  (`program_from_source`), so a model that repeats an expression (every block of a ResNet)
+  compiles it once;
 - the kernel's arguments (the input buffers and the output) are bound once.
 
 The one case without a kernel is a list whose items are only known at run time
@@ -15,28 +16,14 @@ fallback, since a list is not a tensor a kernel could write.
 
 from __future__ import annotations
 
-import weakref
-from typing import Any
-
 from kuiper.layers.cpu import expression
 from kuiper.layers.opencl_helpers.expression_codegen import KERNEL_NAME, CodegenError, generate
-from kuiper.opencl.executor import HostFallback
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.opencl.layer import HostFallback, Launch, OpenCLLayer, round_up
 from kuiper.parser.expression import Symbolic
 from kuiper.registry import register
 
-# runtime -> {(expr, input signature): built program}. Keyed weakly by the runtime, so the
-# programs go when the runtime (its OpenCL context) goes.
-_PROGRAMS: weakref.WeakKeyDictionary[Any, dict[tuple, Any]] = weakref.WeakKeyDictionary()
 
-
-def _signature(spec) -> tuple:
-    """What of an input spec the generated source depends on."""
-    constant = None if not spec.known or hasattr(spec.value, "shape") else repr(spec.value)
-    return spec.shape, spec.dtype.str, constant
-
-
-@register("pnnx.Expression", backend="opencl")
+@register(backend="opencl")
 class Expression(OpenCLLayer, expression.Expression):
     def allocate_outputs(self, inputs, in_specs, out_specs):
         # `expr=None` (pnnx's placeholder for an absent argument) has no numbers to store.
@@ -53,18 +40,12 @@ class Expression(OpenCLLayer, expression.Expression):
             self._host = HostFallback(expression.Expression.from_operator(self.op), self.runtime)
             self._host.bind(inputs, outputs, in_specs, out_specs)
             return
-        key = (self.expr, tuple(_signature(s) for s in in_specs))
-        programs = _PROGRAMS.setdefault(self.runtime, {})
-        entry = programs.get(key)
-        if entry is None:
-            try:
-                code = generate(self.expr, self.rpn, in_specs, out_specs[0])
-            except CodegenError as e:
-                raise self.op.error(f"expr={self.expr}: {e}; run this model on the cpu "
-                                    "backend") from None
-            program = self.runtime.build_source(code.source, [], f"pnnx.Expression {self.expr}")
-            entry = programs[key] = (program, code)
-        program, code = entry
+        try:
+            code = generate(self.expr, self.rpn, in_specs, out_specs[0])
+        except CodegenError as e:
+            raise self.op.error(f"expr={self.expr}: {e}; run this model on the cpu "
+                                "backend") from None
+        program = self.runtime.program_from_source(code.source, [], f"pnnx.Expression {self.expr}")
         self.source = code.source  # kept for reading and debugging: print(layer.source)
         if code.n == 0:
             return

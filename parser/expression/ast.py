@@ -37,7 +37,7 @@ import difflib
 import math
 from dataclasses import dataclass, field
 
-from kuiper.errors import ExpressionError
+from kuiper.parser.errors import ExpressionError
 from kuiper.parser.expression.functions import FUNCTIONS, Function
 from kuiper.parser.expression.tokenizer import Kind, Token, tokenize
 

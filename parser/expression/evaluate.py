@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from kuiper.errors import ExpressionError
+from kuiper.parser.errors import ExpressionError
 from kuiper.parser.expression.ast import Input, Literal
 from kuiper.parser.expression.dtypes import TypeRuleError, signature, type_of
 from kuiper.parser.expression.functions import FUNCTIONS, LIST

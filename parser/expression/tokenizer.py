@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kuiper.errors import ExpressionError
+from kuiper.parser.errors import ExpressionError
 
 
 class Kind(enum.Enum):

@@ -1,26 +1,19 @@
-"""The demo model shipped in kuiper/demo: Kuiper reproduces PyTorch's logits on the whole test
+"""The demo model shipped in kuiper/tools/demo: Kuiper reproduces PyTorch's logits on the whole test
 split (stored in digits_test.npz when the model was trained), on both backends."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import kuiper
+from kuiper.tools.demo import DIGITS_PARAM as PARAM
+from kuiper.tools.demo import DIGITS_TEST as DATA
 from kuiper.tools.testing import assert_close
 
 pytestmark = pytest.mark.slow
 
-DEMO = Path(kuiper.__file__).resolve().parent / "demo"
-PARAM, DATA = DEMO / "digits.pnnx.param", DEMO / "digits_test.npz"
-needs_demo = pytest.mark.skipif(not (PARAM.exists() and DATA.exists()),
-                                reason="kuiper/tools/demo/digits.* not built yet "
-                                       "(python -m kuiper.tools.demo.train_digits)")
 
-
-@needs_demo
 def test_digits_logits_match_torch(backend):
     data = np.load(DATA)
     graph = kuiper.load(PARAM, backend=backend)
@@ -30,7 +23,6 @@ def test_digits_logits_match_torch(backend):
     assert (data["predictions"] == data["labels"]).mean() > 0.9  # the demo model is trained
 
 
-@needs_demo
 def test_digits_one_image_at_a_time(backend):
     data = np.load(DATA)
     graph = kuiper.load(PARAM, backend=backend)
