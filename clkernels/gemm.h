@@ -9,7 +9,7 @@
 // bias_mode: 0 = no bias (`bias` is not read), 1 = bias[g * M + row] (a conv's output
 // channel: group g owns channels g*M .. g*M+M-1), 2 = bias[column] (a linear layer).
 //
-// Two kernels with the same arguments; the host picks one per device (layers/opencl/linear.py):
+// Two kernels with the same arguments; the host picks one per device (layers/opencl_helpers/gemm.py):
 //
 // gemm_tiled, for GPUs. A work-group of 16 x 16 work-items computes a 64 x 64 tile of C: each
 // work-item owns a 4 x 4 block of it, kept in registers ("register blocking"). The K axis is
@@ -32,7 +32,7 @@
 // and thrown away); stores are guarded, so any M, N, K works.
 //
 // The including file may set TRANS_A / TRANS_B before #include "gemm.h". The host side
-// (layers/opencl/linear.py) must agree with the tile sizes below.
+// (layers/opencl_helpers/gemm.py) must agree with the tile sizes below.
 
 #ifndef KUIPER_GEMM_H
 #define KUIPER_GEMM_H

@@ -1,7 +1,7 @@
 """Parameter values of a `.pnnx.param` line, decoded the way pnnx itself decodes them.
 
 `key=value` tokens carry ints, floats, booleans, strings, None and lists of those. pnnx has no
-quoting, so the *shape* of the text decides the type (see PNNX_FORMAT.md section 1):
+quoting, so the *shape* of the text decides the type (parser/PNNX_FORMAT.md, section 1):
 
     None () []          -> None
     True / False        -> bool

@@ -33,8 +33,9 @@ def opencl_available() -> bool:
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     if request.param == "opencl" and not opencl_available():
-        pytest.skip("no OpenCL device: install pocl-binary-distribution (it is a dependency "
-                    "of kuiper, so this means the OpenCL driver failed to load)")
+        from kuiper.opencl.runtime import INSTALL_HINT
+
+        pytest.skip(f"no OpenCL device: {INSTALL_HINT}")
     return request.param
 
 

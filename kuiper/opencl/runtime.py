@@ -15,6 +15,8 @@ the compiled binaries on disk, so a second run skips the compiler entirely.
 from __future__ import annotations
 
 import os
+import platform
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,8 +24,34 @@ import numpy as np
 from kuiper.clkernels import KERNEL_DIR
 from kuiper.errors import KernelBuildError, OpenCLUnavailableError
 
-INSTALL_HINT = ("install a CPU OpenCL driver with `pip install pocl-binary-distribution` "
-                "(or `pip install 'pyopencl[pocl]'`), or a GPU vendor's OpenCL driver")
+
+def install_hint(system: str | None = None, machine: str | None = None) -> str:
+    """How to get an OpenCL device on this kind of machine (`system` as sys.platform,
+    `machine` as platform.machine(); by default this machine's).
+
+    PoCL, a CPU driver that works without any GPU, only comes from pip for Linux x86-64 (the
+    `pocl` extra installs it there and nowhere else); elsewhere the driver comes from the GPU
+    vendor or the operating system.
+    """
+    system = system or sys.platform
+    machine = machine or platform.machine()
+    vendor = "your GPU vendor's OpenCL driver (NVIDIA, AMD and Intel drivers include one)"
+    if system.startswith("linux") and machine.lower() in ("x86_64", "amd64"):
+        return ('install a CPU OpenCL driver with `pip install "kuiper-engine[pocl]"` (PoCL; '
+                f'in a clone: `pip install -e ".[pocl]"`), or {vendor}')
+    if system == "darwin":
+        return ("macOS has Apple's OpenCL driver built in, and pyopencl (`pip install "
+                "pyopencl`) uses it: no other driver is needed")
+    if system.startswith("linux"):
+        return (f"install {vendor}, or PoCL from your distribution (Debian/Ubuntu: "
+                "`sudo apt install pocl-opencl-icd`); PoCL's pip wheel is for Linux x86-64 only")
+    if system in ("win32", "cygwin"):
+        return f"install {vendor}"
+    return f"install {vendor}, or PoCL built for this system"
+
+
+# what every "no OpenCL" error message ends with
+INSTALL_HINT = install_hint()
 # Options every kernel is built with: -I so kernels can #include shared headers, and MAD
 # contraction, which PoCL needs to turn a*b+c into one fused instruction.
 BASE_OPTIONS = ("-I", str(KERNEL_DIR), "-cl-mad-enable")
@@ -33,7 +61,9 @@ def _cl():
     try:
         import pyopencl as cl
     except ImportError as e:
-        raise OpenCLUnavailableError(f"pyopencl is not importable ({e}): {INSTALL_HINT}") from None
+        raise OpenCLUnavailableError(f"pyopencl is not importable ({e}): reinstall it with "
+                                     f"`pip install pyopencl`; for a device, {INSTALL_HINT}"
+                                     ) from None
     return cl
 
 
@@ -45,10 +75,11 @@ def list_devices() -> list[tuple[str, str, object]]:
     except cl.Error:
         platforms = []
     rows = []
-    for p, platform in enumerate(platforms):
-        for d, device in enumerate(platform.get_devices()):
+    for p, cl_platform in enumerate(platforms):
+        for d, device in enumerate(cl_platform.get_devices()):
             kind = cl.device_type.to_string(device.type)
-            rows.append((f"{p}:{d}", f"{platform.name} / {device.name.strip()} ({kind})", device))
+            label = f"{cl_platform.name} / {device.name.strip()} ({kind})"
+            rows.append((f"{p}:{d}", label, device))
     return rows
 
 
@@ -117,7 +148,8 @@ class OpenCLRuntime:
                                          f"with out_of_order={out_of_order}, profiling="
                                          f"{profiling}: {e}") from None
         self.out_of_order, self.profiling = out_of_order, profiling
-        self._programs: dict[tuple[str, tuple[str, ...]], object] = {}
+        # Built programs, of kernel files and of generated sources alike (see `_cached`).
+        self._programs: dict[tuple[str, str, tuple[str, ...]], object] = {}
 
     @property
     def name(self) -> str:
@@ -125,19 +157,41 @@ class OpenCLRuntime:
 
     def program(self, stem: str, options: Sequence[str] = ()):
         """The built program of `clkernels/<stem>.cl` (once per stem and options)."""
-        key = (stem, tuple(options))
-        program = self._programs.get(key)
-        if program is None:
+        def build():
             path = KERNEL_DIR / f"{stem}.cl"
             try:
                 source = path.read_text()
             except FileNotFoundError:
                 raise KernelBuildError(str(path), list(options), "kernel file not found") from None
-            program = self.build_source(source, list(options), str(path))
-            self._programs[key] = program
+            return self.build_source(source, list(options), str(path))
+
+        return self._cached(("file", stem, tuple(options)), build)
+
+    def program_from_source(self, source: str, options: Sequence[str] = (),
+                            label: str = "generated source"):
+        """The built program of a generated `source` (once per source text and options).
+
+        Keyed by the text itself: the generator bakes everything the kernel depends on into it
+        (pnnx.Expression: shapes, dtypes, constants), so equal text means an equal program, and
+        a model that repeats an expression compiles it once. `label` names it in build errors.
+        """
+        return self._cached(("source", source, tuple(options)),
+                            lambda: self.build_source(source, list(options), label))
+
+    def _cached(self, key: tuple[str, str, tuple[str, ...]], build):
+        """The program stored under `key`, built by `build()` the first time.
+
+        One cache for kernel files and generated sources: the first item of the key says which
+        one the second item is (a file stem or a whole source text).
+        """
+        program = self._programs.get(key)
+        if program is None:
+            program = self._programs[key] = build()
         return program
 
     def build_source(self, source: str, options: list[str], label: str):
+        """Build `source` now, uncached (`program` and `program_from_source` cache); a compile
+        error raises KernelBuildError with `label` and the compiler's log."""
         cl = self.cl
         all_options = list(BASE_OPTIONS) + options
         try:

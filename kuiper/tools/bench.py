@@ -13,7 +13,7 @@ Method (what makes the numbers worth writing down):
   rather than the mean, which one hiccup can move;
 - every column is checked against the first one (max |diff|), so a fast wrong answer shows;
 - PyTorch and onnxruntime get `--threads` threads (default 2), and so do NumPy's BLAS calls
-  when threadpoolctl is installed: ratios are only fair at equal thread counts;
+  (through threadpoolctl): ratios are only fair at equal thread counts;
 - per operator: on the CPU each layer is timed through `graph.forward(observer=...)`; on OpenCL
   the kernels are timed on the device from profiling events (`event.profile.start/end`), so the
   host's enqueue overhead is not counted there.
@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError
+from kuiper.tools.inputs import shape_list
 
 # torch-cuda: fp32 with TF32 off everywhere (the like-for-like fp32 comparison);
 # torch-cuda-default: PyTorch's defaults (cuDNN convolutions may use TF32 tensor cores).
@@ -77,8 +78,6 @@ def comma_list(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
 
 
 def add_parser(sub) -> None:
-    from kuiper.tools.cli import shape_list
-
     p = sub.add_parser("bench", help="time a model per backend and per operator, against "
                        "PyTorch and onnxruntime", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,11 +112,15 @@ def run_command(args: argparse.Namespace) -> int:
 
 # --- timing ---------------------------------------------------------------------------------
 def blas_threads(threads: int):
-    """Limit NumPy's BLAS to `threads` when threadpoolctl is installed (else: leave it)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
+    """Limit NumPy's BLAS (and so Kuiper's direct sgemm, the same library) to `threads` while
+    the benchmark runs.
+
+    threadpoolctl changes the thread count of the BLAS libraries already loaded, on every
+    platform; setting OMP_NUM_THREADS or OPENBLAS_NUM_THREADS here would come too late, as
+    OpenBLAS reads them once when NumPy is imported.
+    """
+    from threadpoolctl import threadpool_limits
+
     return threadpool_limits(limits=threads, user_api="blas")
 
 
@@ -339,12 +342,12 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
               threads: int, input_shapes=None, device: str | None = None, top: int = 15,
               rounds: int = 5) -> int:
     import kuiper
-    from kuiper.summary import human
+    from kuiper.summary import human, operator_rows
     from kuiper.tools.inputs import random_inputs
 
     probe = kuiper.load(path, input_shapes=input_shapes)  # shapes, FLOPs; fails early if bad
     inputs = random_inputs(probe.inputs)
-    flops = sum(r["flops"] for r in probe_rows(probe))
+    flops = sum(r["flops"] for r in operator_rows(probe))
     print(f"model: {path}")
     print("input: " + ", ".join(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in inputs)
           + f"; {human(flops)} FLOPs per inference")
@@ -399,13 +402,8 @@ def why(error: Exception) -> str:
     return f"it failed: {type(error).__name__}: {error}"
 
 
-def probe_rows(graph) -> list[dict]:
-    from kuiper.summary import operator_rows
-    return operator_rows(graph)
-
-
 def report(columns: list[Column], skipped: list[str], probe, top: int) -> None:
-    from kuiper.tools.cli import print_table
+    from kuiper.table import print_table
     from kuiper.tools.testing import max_abs_diff
 
     for line in skipped:

@@ -239,8 +239,24 @@ def _show(value) -> str:
     return repr(value.tolist() if isinstance(value, np.generic) else value)
 
 
+def require_pytest() -> None:
+    """Stop with one clear error when pytest is missing.
+
+    pytest is not a dependency of Kuiper itself but of its `course` extra. Without this check,
+    the lesson's pytest run would fail with "No module named pytest", and the hint printed after
+    a failed run (about untouched stubs) would send the student looking in the wrong place.
+    """
+    try:
+        import pytest  # noqa: F401 - only whether it imports
+    except ImportError as e:
+        raise KuiperError(f"`kuiper course check` runs the lesson's tests with pytest, which is "
+                          f"not importable ({e}): install it with `pip install -e \".[course]\"` "
+                          "in your clone of the repository") from None
+
+
 def check(number: int, extra: list[str] | None = None) -> int:
     """Run lesson `number`'s tests against the student's exercises.py; returns the exit code."""
+    require_pytest()
     found = lessons()
     if number not in found:
         raise KuiperError(f"no lesson {number}; lessons: "

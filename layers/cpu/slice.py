@@ -4,7 +4,7 @@ All three become one NumPy *basic index*: a tuple with a `slice` or an `int` per
 Slices keep their dim (start:end:step, negative and open ends as in Python), ints drop it.
 NumPy returns a view, the OpenCL twin a strided copy of the same view.
 
-pnnx's two forms of Tensor.slice (see PNNX_FORMAT.md section 4):
+pnnx's two forms of Tensor.slice (see parser/PNNX_FORMAT.md, section 4):
 
     x[:, 1:3]               Tensor.slice dim=1 start=1 end=3 step=1
     x[:, 1:3, ::2]          Tensor.slice dims=(1,2) starts=(1,0) ends=(3,INT_MAX) steps=(1,2)

@@ -6,27 +6,32 @@ plus `c += tmp` costs an extra pass over the output per product: on ResNet-18 th
 the gain.
 BLAS's `sgemm` itself can accumulate (beta = 1), so we call it directly.
 
-We call the BLAS that NumPy is already using (NumPy's wheels ship OpenBLAS), found among the
-libraries this process has loaded, through `ctypes`. Using the same library means the same
-thread pool, so `threadpoolctl` limits and NumPy's own matmuls stay consistent with ours.
+We call the BLAS that NumPy is already using (NumPy's wheels ship OpenBLAS), through `ctypes`.
+`threadpoolctl.threadpool_info()` tells us which BLAS libraries this process has loaded, and
+where, on Linux, macOS and Windows alike; importing NumPy (above) guarantees its own is among
+them. Other packages may have loaded a BLAS of their own (torch, a system OpenBLAS), so NumPy's
+own library, the one under NumPy's install folder (numpy.libs/, numpy/.dylibs/), is tried first.
+Using the same library means the same thread pool, so `threadpoolctl` limits (`kuiper bench
+--threads`) apply to NumPy's matmuls and to ours alike.
 
 Safety: `sgemm` receives raw pointers. Every operand here is a NumPy array or view, so NumPy
 already guarantees that its elements lie inside the buffer; `_blas_layout` only accepts views
 BLAS can read as they are (unit stride along rows, leading dimension >= row length), so nothing
 outside an operand's own elements is ever touched.
 
-If no usable BLAS is found (not Linux, a NumPy built against an unknown library, or a found
-`sgemm` that fails a tiny self-check at import), or KUIPER_DIRECT_BLAS=0 is set, `available()`
-is False and callers use their NumPy-only path.
+If no usable BLAS is found (threadpoolctl lists none, e.g. NumPy's macOS arm64 wheels use
+Apple's Accelerate, which it does not know; a library without any of the `sgemm` names below;
+or a found `sgemm` that fails a tiny self-check at import), or KUIPER_DIRECT_BLAS=0 is set,
+`available()` is False and callers use their NumPy-only path.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import sys
 
 import numpy as np
+import threadpoolctl
 
 # (symbol, integer type): scipy-openblas as bundled in NumPy >= 2 wheels (64-bit integers),
 # then the usual names of OpenBLAS/MKL builds.
@@ -35,25 +40,30 @@ _SYMBOLS = (("scipy_cblas_sgemm64_", ctypes.c_int64), ("cblas_sgemm64_", ctypes.
 _ROW_MAJOR, _NO_TRANS = 101, 111  # CBLAS enum values
 
 
-def _loaded_blas_paths() -> list[str]:
-    """Shared libraries with 'blas' or 'mkl' in their name that this process has mapped,
-    NumPy's own first (other packages may have loaded a BLAS of their own)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "/" in line}
-    except OSError:
-        return []
-    names = [p for p in paths if any(s in os.path.basename(p) for s in ("blas", "mkl_rt"))]
-    numpy_dir = os.path.dirname(os.path.dirname(np.__file__))
-    return sorted(names, key=lambda p: (not p.startswith(os.path.join(numpy_dir, "numpy")), p))
+def _is_numpys(path: str) -> bool:
+    """Whether `path` lies in NumPy's own install: numpy/ (macOS: numpy/.dylibs/) or the
+    numpy.libs/ folder beside it (Linux and Windows wheels)."""
+    site = os.path.dirname(os.path.dirname(os.path.realpath(np.__file__)))
+    path = os.path.normcase(os.path.realpath(path))
+    return any(path.startswith(os.path.normcase(os.path.join(site, folder)) + os.sep)
+               for folder in ("numpy", "numpy.libs"))
 
 
-def _find_sgemm():
-    if not sys.platform.startswith("linux") or os.environ.get("KUIPER_DIRECT_BLAS") == "0":
-        return None
-    for path in _loaded_blas_paths():
+def _blas_paths(libraries: list[dict]) -> list[str]:
+    """The files of the BLAS libraries in threadpoolctl's `libraries` (dicts with "user_api"
+    and "filepath"), NumPy's own first."""
+    paths = {lib["filepath"] for lib in libraries
+             if lib.get("user_api") == "blas" and lib.get("filepath")}
+    return sorted(paths, key=lambda p: (not _is_numpys(p), p))
+
+
+def _find_sgemm() -> tuple[str, object] | tuple[None, None]:
+    """(library file, its checked sgemm) of the first loaded BLAS that has one, else Nones."""
+    if os.environ.get("KUIPER_DIRECT_BLAS") == "0":
+        return None, None
+    for path in _blas_paths(threadpoolctl.threadpool_info()):
         try:
-            lib = ctypes.CDLL(path)  # already loaded by NumPy: dlopen returns the same handle
+            lib = ctypes.CDLL(path)  # already loaded by NumPy: the same library, not a copy
         except OSError:
             continue
         for symbol, int_t in _SYMBOLS:
@@ -65,8 +75,8 @@ def _find_sgemm():
                            ctypes.c_float, ctypes.c_void_p, int_t]
             fn.restype = None
             if _self_check(fn):
-                return fn
-    return None
+                return path, fn
+    return None, None
 
 
 def _self_check(fn) -> bool:
@@ -79,11 +89,17 @@ def _self_check(fn) -> bool:
     return bool(np.array_equal(c, a @ b + 1))
 
 
-_sgemm = _find_sgemm()
+_library, _sgemm = _find_sgemm()
 
 
 def available() -> bool:
+    """Whether gemm_into can be called (else callers use their NumPy-only path)."""
     return _sgemm is not None
+
+
+def library() -> str | None:
+    """The file of the BLAS library whose sgemm gemm_into calls (None when not available())."""
+    return _library
 
 
 def _blas_layout(a: np.ndarray, what: str) -> int:

@@ -66,7 +66,7 @@ def _make_twin(cpu_class: type, expr: str) -> type:
     twin = type(cpu_class.__name__, (OpenCLActivation, cpu_class),
                 {"expr": expr, "__module__": __name__,
                  "__doc__": f"{cpu_class.__name__} on OpenCL: ACT(x) = {expr}"})
-    return register(*cpu_class.op_types, backend="opencl")(twin)
+    return register(backend="opencl")(twin)
 
 
 for _cpu_class, _expr in EXPRESSIONS.items():

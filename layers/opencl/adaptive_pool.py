@@ -10,9 +10,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("nn.AdaptiveAvgPool2d", "F.adaptive_avg_pool2d", "nn.AdaptiveMaxPool2d",
-          "F.adaptive_max_pool2d", "nn.AdaptiveAvgPool1d", "F.adaptive_avg_pool1d",
-          "nn.AdaptiveMaxPool1d", "F.adaptive_max_pool1d", backend="opencl")
+@register(backend="opencl")
 class AdaptivePool(OpenCLLayer, adaptive_pool.AdaptivePool):
     def bind(self, inputs, outputs, in_specs, out_specs):
         _, h, w = check_pool_input(self, in_specs[0].shape, self.rank)

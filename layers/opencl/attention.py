@@ -17,8 +17,8 @@ from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.gemm import (
     Strided,
     explicit,
-    gemm_launch,
     strided,
+    strided_gemm_launch,
     strided_index,
     transposed,
 )
@@ -66,7 +66,7 @@ class _AttentionLaunches(OpenCLLayer):
         return Launch(kernel, (rows * wg,), (wg,))
 
 
-@register("F.scaled_dot_product_attention", backend="opencl")
+@register(backend="opencl")
 class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAttention):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
@@ -85,7 +85,7 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
 
         scores = self.scratch(nb, length, source)
         grid = strided(batch + (length, source), batch + (length, source), scores)
-        self.launches.append(gemm_launch(
+        self.launches.append(strided_gemm_launch(
             self, length, source, q[-1], strided(q, batch + (length, q[-1]), inputs[0]),
             transposed(kv_view(k, inputs[1])), grid, alpha=self.scale_value))
         masks = []
@@ -97,11 +97,11 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
         self.launches.append(self.softmax_launch(scores, nb * length, source, length, masks,
                                                  self.is_causal, safe=True))
         out = strided(out_specs[0].shape, batch + (length, v[-1]), outputs[0])
-        self.launches.append(gemm_launch(self, length, v[-1], source, grid,
-                                         kv_view(v, inputs[2]), out))
+        self.launches.append(strided_gemm_launch(self, length, v[-1], source, grid,
+                                                 kv_view(v, inputs[2]), out))
 
 
-@register("nn.MultiheadAttention", backend="opencl")
+@register(backend="opencl")
 class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
@@ -123,7 +123,7 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
             rows = t * n   # every token of every batch item, in the input's own order
             weight, bias = self.upload(np.ascontiguousarray(w)), self.upload(b)
             keep_alive(self, [weight, bias])
-            self.launches.append(gemm_launch(
+            self.launches.append(strided_gemm_launch(
                 self, rows, e, width, explicit(x, [0], width, 1),
                 explicit(weight, [0], 1, width),          # W^T: (k, j) -> W[j, k]
                 explicit(out, [0], e, 1), explicit(bias, [0], 0, 1)))
@@ -141,7 +141,7 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         q_view = [seq(length, e, nn, h * hd) for nn, h in b_items]
         k_view = [seq(source, e, nn, h * hd) for nn, h in b_items]
         grid = explicit(p, [b * length * source for b in range(len(b_items))], source, 1)
-        self.launches.append(gemm_launch(
+        self.launches.append(strided_gemm_launch(
             self, length, source, hd,
             explicit(qp, [o for o, _ in q_view], q_view[0][1], 1),
             explicit(kp, [o for o, _ in k_view], 1, k_view[0][1]), grid,
@@ -165,7 +165,7 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         # Heads back into one (tokens, E) buffer, in the query's layout, then the output proj.
         concat = self.scratch(length * n, e)
         v_view = [seq(source, e, nn, h * hd) for nn, h in b_items]
-        self.launches.append(gemm_launch(
+        self.launches.append(strided_gemm_launch(
             self, length, hd, source, grid,
             explicit(vp, [o for o, _ in v_view], v_view[0][1], 1),
             explicit(concat, [o for o, _ in q_view], q_view[0][1], 1)))

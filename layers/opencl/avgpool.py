@@ -11,7 +11,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", backend="opencl")
+@register(backend="opencl")
 class AvgPool(OpenCLLayer, avgpool.AvgPool):
     def bind(self, inputs, outputs, in_specs, out_specs):
         _, h, w = check_pool_input(self, in_specs[0].shape, self.rank)

@@ -11,8 +11,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("nn.BatchNorm1d", "nn.BatchNorm2d", "nn.BatchNorm3d", "F.batch_norm",
-          backend="opencl")
+@register(backend="opencl")
 class BatchNorm(OpenCLLayer, batchnorm.BatchNorm):
     def bind(self, inputs, outputs, in_specs, out_specs):
         shape = in_specs[0].shape

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import cat
-from kuiper.layers.opencl_helpers.strided import move_type
+from kuiper.layers.opencl_helpers.cl_types import move_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
@@ -36,11 +36,11 @@ class DeviceCat(OpenCLLayer):
             y_offset += row_len
 
 
-@register("torch.cat", "torch.concat", "torch.concatenate", backend="opencl")
+@register(backend="opencl")
 class Cat(DeviceCat, cat.Cat):
     pass
 
 
-@register("torch.stack", backend="opencl")
+@register(backend="opencl")
 class Stack(DeviceCat, cat.Stack):
     pass

@@ -12,16 +12,16 @@ from kuiper.registry import register
 CLAMP = "x!=x?x:fmin(fmax(x,p0),p1)"
 
 
-@register("torch.clamp", "torch.clip", backend="opencl")
+@register(backend="opencl")
 class Clamp(OpenCLActivation, clamp.Clamp):
     expr = CLAMP
 
 
-@register("aten::clamp_min", backend="opencl")
+@register(backend="opencl")
 class ClampMin(OpenCLActivation, clamp.ClampMin):
     expr = CLAMP
 
 
-@register("aten::clamp_max", backend="opencl")
+@register(backend="opencl")
 class ClampMax(OpenCLActivation, clamp.ClampMax):
     expr = CLAMP

@@ -7,6 +7,6 @@ from kuiper.layers.opencl.conv2d import ConvBind
 from kuiper.registry import register
 
 
-@register("nn.Conv1d", "F.conv1d", backend="opencl")
+@register(backend="opencl")
 class Conv1d(ConvBind, conv1d.Conv1d):
     pass

@@ -15,7 +15,7 @@ import numpy as np
 
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu import conv2d
-from kuiper.layers.opencl.linear import BIAS_PER_ROW, WeightBuffers, gemm_launch
+from kuiper.layers.opencl_helpers.gemm import BIAS_PER_ROW, WeightBuffers, weight_gemm_launch
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 
@@ -60,10 +60,11 @@ class ConvBind(WeightBuffers, OpenCLLayer):
             kernel.set_args(x, cols, *tables, i32(h), i32(w), *geometry, i32(n * c))
             self.launches.append(Launch(kernel, (oh, n * c * kh * kw)))
         cout_g = cout // g
-        self.launches.append(gemm_launch(self, cout_g, p, k, weight, cout_g * k, cols, k * p,
-                                         y, cout_g * p, bias, BIAS_PER_ROW, groups=g, batch=n))
+        self.launches.append(weight_gemm_launch(self, cout_g, p, k, weight, cout_g * k, cols,
+                                                k * p, y, cout_g * p, bias, BIAS_PER_ROW,
+                                                groups=g, batch=n))
 
 
-@register("nn.Conv2d", "F.conv2d", backend="opencl")
+@register(backend="opencl")
 class Conv2d(ConvBind, conv2d.Conv2d):
     pass

@@ -1,4 +1,4 @@
-"""Transposed convolution on OpenCL: the tiled GEMM into a column buffer, then `col2im`.
+"""Transposed convolution on OpenCL: the weight GEMM into a column buffer, then `col2im`.
 
 Both launches are bound once here (clkernels/conv_transpose2d.cl explains them). The column
 buffer holds Cout*KH*KW values per input pixel and is allocated at bind time.
@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import conv_transpose2d
-from kuiper.layers.opencl.linear import BIAS_NONE, WeightBuffers, gemm_launch
+from kuiper.layers.opencl_helpers.gemm import BIAS_NONE, WeightBuffers, weight_gemm_launch
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 
 
-@register("nn.ConvTranspose2d", "F.conv_transpose2d", backend="opencl")
+@register(backend="opencl")
 class ConvTranspose2d(WeightBuffers, OpenCLLayer, conv_transpose2d.ConvTranspose2d):
     def bind(self, inputs, outputs, in_specs, out_specs):
         geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
@@ -24,8 +24,8 @@ class ConvTranspose2d(WeightBuffers, OpenCLLayer, conv_transpose2d.ConvTranspose
         # 1. cols[n][g] (Cout/G*KH*KW x H*W) = W[g]^T @ x[n][g]
         m, k, hw = cout // g * kh * kw, geo.cin_g, h * w
         self.cols = self.runtime.empty((n * cout * kh * kw * hw,), np.float32)
-        gemm = gemm_launch(self, m, hw, k, weight, k * m, inputs[0].data, k * hw,
-                           self.cols.data, m * hw, None, BIAS_NONE, groups=g, batch=n)
+        gemm = weight_gemm_launch(self, m, hw, k, weight, k * m, inputs[0].data, k * hw,
+                                  self.cols.data, m * hw, None, BIAS_NONE, groups=g, batch=n)
         # 2. every output pixel gathers its patch values (+ bias)
         i32 = np.int32
         col2im = self.kernel("col2im")

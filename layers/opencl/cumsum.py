@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import cumsum
-from kuiper.layers.opencl_helpers.buffers import cl_type
+from kuiper.layers.opencl_helpers.cl_types import cl_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("torch.cumsum", "torch.cumprod", backend="opencl")
+@register(backend="opencl")
 class Cumulative(OpenCLLayer, cumsum.Cumulative):
     def bind(self, inputs, outputs, in_specs, out_specs):
         x = in_specs[0]

@@ -11,7 +11,7 @@ from kuiper.registry import register
 INDEX_TYPES = {np.dtype(np.int64): "long", np.dtype(np.int32): "int"}
 
 
-@register("nn.Embedding", "F.embedding", backend="opencl")
+@register(backend="opencl")
 class Embedding(OpenCLLayer, embedding.Embedding):
     def bind(self, inputs, outputs, in_specs, out_specs):
         index_type = INDEX_TYPES.get(in_specs[0].dtype)

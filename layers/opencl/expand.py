@@ -20,13 +20,13 @@ from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, index_s
 from kuiper.registry import register
 
 
-@register("Tensor.expand", "Tensor.expand_as", backend="opencl")
+@register(backend="opencl")
 class Expand(StridedCopyLayer, expand.Expand):
     def output_views(self, in_specs, out_specs):
         return [View.of(in_specs[0].shape).broadcast_to(self.shape)]
 
 
-@register("Tensor.repeat", backend="opencl")
+@register(backend="opencl")
 class Repeat(StridedCopyLayer, expand.Repeat):
     def output_views(self, in_specs, out_specs):
         shape = (1,) * (len(self.reps) - len(in_specs[0].shape)) + in_specs[0].shape
@@ -37,7 +37,7 @@ class Repeat(StridedCopyLayer, expand.Repeat):
         return [view]
 
 
-@register("torch.repeat_interleave", "Tensor.repeat_interleave", backend="opencl")
+@register(backend="opencl")
 class RepeatInterleave(StridedCopyLayer, expand.RepeatInterleave):
     def output_views(self, in_specs, out_specs):
         shape = in_specs[0].shape if self.dim is not None else (in_specs[0].numel,)

@@ -7,12 +7,13 @@ import numpy as np
 
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import flip
-from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, move_type
+from kuiper.layers.opencl_helpers.cl_types import move_type
+from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("torch.flip", "Tensor.flip", backend="opencl")
+@register(backend="opencl")
 class Flip(StridedCopyLayer, flip.Flip):
     def output_views(self, in_specs, out_specs):
         backwards = slice(None, None, -1)
@@ -21,7 +22,7 @@ class Flip(StridedCopyLayer, flip.Flip):
         return [View.of(in_specs[0].shape).index(items)]
 
 
-@register("torch.roll", "Tensor.roll", backend="opencl")
+@register(backend="opencl")
 class Roll(OpenCLLayer, flip.Roll):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.launches, n = [], out_specs[0].numel

@@ -8,13 +8,8 @@ import numpy as np
 
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import gather
-from kuiper.layers.opencl_helpers.strided import (
-    View,
-    arith_type,
-    index_select,
-    move_type,
-    strided_copy,
-)
+from kuiper.layers.opencl_helpers.cl_types import arith_type, move_type
+from kuiper.layers.opencl_helpers.strided import View, index_select, strided_copy
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
@@ -32,7 +27,7 @@ class DeviceGather(OpenCLLayer):
         return array
 
 
-@register("torch.index_select", "Tensor.index_select", backend="opencl")
+@register(backend="opencl")
 class IndexSelect(DeviceGather, gather.IndexSelect):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.keep_alive = []
@@ -43,7 +38,7 @@ class IndexSelect(DeviceGather, gather.IndexSelect):
                                      out_specs[0].dtype)
 
 
-@register("torch.gather", "Tensor.gather", backend="opencl")
+@register(backend="opencl")
 class Gather(DeviceGather, gather.Gather):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.keep_alive, self.launches = [], []
@@ -62,7 +57,7 @@ class Gather(DeviceGather, gather.Gather):
         self.launches = [Launch(kernel, (round_up(n, 64),))]
 
 
-@register("Tensor.index", backend="opencl")
+@register(backend="opencl")
 class Index(DeviceGather, gather.Index):
     """One index tensor at position p is an index_select on dim p with the index's full shape;
     several index tensors (rare in exported models) are supported on the CPU backend only."""

@@ -9,7 +9,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("nn.GLU", "F.glu", backend="opencl")
+@register(backend="opencl")
 class GLU(OpenCLLayer, glu.GLU):
     def bind(self, inputs, outputs, in_specs, out_specs):
         shape = out_specs[0].shape

@@ -8,6 +8,6 @@ from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 
-@register("nn.GroupNorm", "F.group_norm", backend="opencl")
+@register(backend="opencl")
 class GroupNorm(RowNormOpenCL, OpenCLLayer, groupnorm.GroupNorm):
     pass

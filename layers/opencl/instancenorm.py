@@ -9,8 +9,7 @@ from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 
-@register("nn.InstanceNorm1d", "nn.InstanceNorm2d", "nn.InstanceNorm3d", "F.instance_norm",
-          backend="opencl")
+@register(backend="opencl")
 class InstanceNorm(RowNormOpenCL, OpenCLLayer, instancenorm.InstanceNorm):
     def bind(self, inputs, outputs, in_specs, out_specs):
         if self.running is None:

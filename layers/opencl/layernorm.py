@@ -8,6 +8,6 @@ from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 
-@register("nn.LayerNorm", "F.layer_norm", backend="opencl")
+@register(backend="opencl")
 class LayerNorm(RowNormOpenCL, OpenCLLayer, layernorm.LayerNorm):
     pass

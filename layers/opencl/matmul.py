@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import matmul
-from kuiper.layers.opencl_helpers.gemm import gemm_launch, strided
+from kuiper.layers.opencl_helpers.gemm import strided, strided_gemm_launch
 from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 
-@register("torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm",
-          backend="opencl")
+@register(backend="opencl")
 class Matmul(OpenCLLayer, matmul.Matmul):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
@@ -31,5 +30,5 @@ class Matmul(OpenCLLayer, matmul.Matmul):
             # addmm/baddbmm operands are strictly 2-D/3-D, so the output is (batch..., M, N)
             # and `input` broadcasts to it like any NumPy operand.
             bias = strided(in_specs[0].shape, s.batch + (s.m, s.n), inputs[0])
-        self.launches = [gemm_launch(self, s.m, s.n, s.k, a, b, c, bias,
-                                     alpha=self.alpha, beta=self.beta)]
+        self.launches = [strided_gemm_launch(self, s.m, s.n, s.k, a, b, c, bias,
+                                             alpha=self.alpha, beta=self.beta)]

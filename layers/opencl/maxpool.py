@@ -11,7 +11,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", backend="opencl")
+@register(backend="opencl")
 class MaxPool(OpenCLLayer, maxpool.MaxPool):
     def bind(self, inputs, outputs, in_specs, out_specs):
         _, h, w = check_pool_input(self, in_specs[0].shape, self.rank)

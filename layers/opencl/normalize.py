@@ -11,7 +11,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 
 
-@register("F.normalize", backend="opencl")
+@register(backend="opencl")
 class Normalize(OpenCLLayer, normalize.Normalize):
     def bind(self, inputs, outputs, in_specs, out_specs):
         x = in_specs[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import pad
-from kuiper.layers.opencl_helpers.strided import arith_type
+from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
@@ -44,14 +44,14 @@ class OpenCLPad(OpenCLLayer):
         self.launches = [Launch(kernel, (round_up(n, 64),))]
 
 
-@register("F.pad", backend="opencl")
+@register(backend="opencl")
 class Pad(OpenCLPad, pad.Pad):
     pass
 
 
 def _twin(cpu_class: type) -> type:
     twin = type(cpu_class.__name__, (OpenCLPad, cpu_class), {"__module__": __name__})
-    return register(*cpu_class.op_types, backend="opencl")(twin)
+    return register(backend="opencl")(twin)
 
 
 # One twin per nn.*Pad*d module of the CPU stem.

@@ -16,31 +16,31 @@ class DevicePermute(StridedCopyLayer):
         return [View.of(in_specs[0].shape).permute(self.perm)]
 
 
-@register("Tensor.permute", "torch.permute", backend="opencl")
+@register(backend="opencl")
 class Permute(DevicePermute, permute.Permute):
     pass
 
 
-@register("torch.transpose", "Tensor.transpose", backend="opencl")
+@register(backend="opencl")
 class Transpose(DevicePermute, permute.Transpose):
     pass
 
 
-@register("torch.t", "Tensor.t", backend="opencl")
+@register(backend="opencl")
 class T(DevicePermute, permute.T):
     pass
 
 
-@register("aten::mT", backend="opencl")
+@register(backend="opencl")
 class MatrixT(DevicePermute, permute.MatrixT):
     pass
 
 
-@register("aten::numpy_T", backend="opencl")
+@register(backend="opencl")
 class NumpyT(DevicePermute, permute.NumpyT):
     pass
 
 
-@register("aten::movedim", backend="opencl")
+@register(backend="opencl")
 class MoveDim(DevicePermute, permute.MoveDim):
     pass

@@ -19,16 +19,16 @@ class OpenCLShuffle(StridedCopyLayer):
         self.launches = strided_copy(self, inputs[0], outputs[0], view, out_specs[0].dtype)
 
 
-@register("nn.PixelShuffle", "F.pixel_shuffle", backend="opencl")
+@register(backend="opencl")
 class PixelShuffle(OpenCLShuffle, pixel_shuffle.PixelShuffle):
     pass
 
 
-@register("nn.PixelUnshuffle", "F.pixel_unshuffle", backend="opencl")
+@register(backend="opencl")
 class PixelUnshuffle(OpenCLShuffle, pixel_shuffle.PixelUnshuffle):
     pass
 
 
-@register("nn.ChannelShuffle", "F.channel_shuffle", "aten::channel_shuffle", backend="opencl")
+@register(backend="opencl")
 class ChannelShuffle(OpenCLShuffle, pixel_shuffle.ChannelShuffle):
     pass

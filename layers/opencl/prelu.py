@@ -10,7 +10,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("nn.PReLU", "F.prelu", backend="opencl")
+@register(backend="opencl")
 class PReLU(OpenCLLayer, prelu.PReLU):
     def bind(self, inputs, outputs, in_specs, out_specs):
         if self.weight is not None:

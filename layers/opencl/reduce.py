@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import reduce
-from kuiper.layers.opencl_helpers.buffers import cl_type, keep_alive
+from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.layers.opencl_helpers.cl_types import cl_type
 from kuiper.layers.opencl_helpers.reduction import reduction_tables, work_group_size
 from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
@@ -17,9 +18,7 @@ MODES = {"sum": "MODE_SUM", "mean": "MODE_MEAN", "prod": "MODE_PROD", "amax": "M
 P_KINDS = {2.0: "P_TWO", 1.0: "P_ONE", np.inf: "P_INF", -np.inf: "P_NINF", 0.0: "P_ZERO"}
 
 
-@register("torch.sum", "torch.mean", "torch.prod", "torch.amax", "torch.amin", "torch.max",
-          "torch.min", "torch.argmax", "torch.argmin", "torch.logsumexp", "torch.var",
-          "torch.std", "torch.norm", backend="opencl")
+@register(backend="opencl")
 class Reduce(OpenCLLayer, reduce.Reduce):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones

@@ -9,7 +9,7 @@ from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("nn.ReLU", "F.relu", backend="opencl")
+@register(backend="opencl")
 class ReLU(OpenCLLayer, relu.ReLU):
     def bind(self, inputs, outputs, in_specs, out_specs):
         n = out_specs[0].numel

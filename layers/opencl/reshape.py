@@ -22,26 +22,26 @@ class DeviceView(OpenCLLayer):
         self.launches = []
 
 
-@register("Tensor.reshape", "Tensor.view", "torch.reshape", backend="opencl")
+@register(backend="opencl")
 class Reshape(DeviceView, reshape.Reshape):
     pass
 
 
-@register("torch.flatten", "Tensor.flatten", "nn.Flatten", backend="opencl")
+@register(backend="opencl")
 class Flatten(DeviceView, reshape.Flatten):
     pass
 
 
-@register("torch.squeeze", "Tensor.squeeze", backend="opencl")
+@register(backend="opencl")
 class Squeeze(DeviceView, reshape.Squeeze):
     pass
 
 
-@register("torch.unsqueeze", "Tensor.unsqueeze", backend="opencl")
+@register(backend="opencl")
 class Unsqueeze(DeviceView, reshape.Unsqueeze):
     pass
 
 
-@register("Tensor.unflatten", "torch.unflatten", "nn.Unflatten", backend="opencl")
+@register(backend="opencl")
 class Unflatten(DeviceView, reshape.Unflatten):
     pass

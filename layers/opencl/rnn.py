@@ -12,14 +12,14 @@ import numpy as np
 
 from kuiper.layers.cpu import rnn
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.layers.opencl_helpers.gemm import explicit, gemm_launch
+from kuiper.layers.opencl_helpers.gemm import explicit, strided_gemm_launch
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 CELLS = {"lstm": "CELL_LSTM", "gru": "CELL_GRU"}
 
 
-@register("nn.LSTM", "nn.GRU", "nn.RNN", backend="opencl")
+@register(backend="opencl")
 class RNN(OpenCLLayer, rnn.RNN):
     def device(self, host: np.ndarray):
         array = self.upload(np.ascontiguousarray(host, dtype=np.float32))
@@ -64,7 +64,7 @@ class RNN(OpenCLLayer, rnn.RNN):
             # 1. Input projections of all steps and directions: G = X @ [W_fwd; W_rev]^T + b.
             w_ih = self.device(np.concatenate([w["ih"] for w in row]))
             bias = self.device(np.concatenate([self._folded_bias(w) for w in row]))
-            self.launches.append(gemm_launch(
+            self.launches.append(strided_gemm_launch(
                 self, rows, d * gh, width, explicit(x_in, [0], width, 1),
                 explicit(w_ih, [0], 1, width), explicit(g, [0], d * gh, 1),
                 explicit(bias, [0], 0, 1)))

@@ -13,16 +13,16 @@ class DeviceIndex(StridedCopyLayer):
         return [View.of(in_specs[0].shape).index(self.index)]
 
 
-@register("Tensor.slice", backend="opencl")
+@register(backend="opencl")
 class Slice(DeviceIndex, cpu_slice.Slice):
     pass
 
 
-@register("Tensor.select", "torch.select", backend="opencl")
+@register(backend="opencl")
 class Select(DeviceIndex, cpu_slice.Select):
     pass
 
 
-@register("torch.narrow", "Tensor.narrow", backend="opencl")
+@register(backend="opencl")
 class Narrow(DeviceIndex, cpu_slice.Narrow):
     pass

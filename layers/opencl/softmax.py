@@ -36,16 +36,16 @@ class OpenCLSoftmax(OpenCLLayer):
         self.launches = [Launch(kernel, (rows * group,), (group,))]
 
 
-@register("nn.Softmax", "F.softmax", "torch.softmax", backend="opencl")
+@register(backend="opencl")
 class Softmax(OpenCLSoftmax, softmax.Softmax):
     pass
 
 
-@register("nn.LogSoftmax", "F.log_softmax", "torch.log_softmax", backend="opencl")
+@register(backend="opencl")
 class LogSoftmax(OpenCLSoftmax, softmax.LogSoftmax):
     pass
 
 
-@register("nn.Softmin", "F.softmin", backend="opencl")
+@register(backend="opencl")
 class Softmin(OpenCLSoftmax, softmax.Softmin):
     pass

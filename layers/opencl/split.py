@@ -14,21 +14,21 @@ class DeviceSplit(StridedCopyLayer):
         return [whole.index(self.index(item)) for item in self.items[:len(out_specs)]]
 
 
-@register("torch.split", "Tensor.split", backend="opencl")
+@register(backend="opencl")
 class Split(DeviceSplit, split.Split):
     pass
 
 
-@register("torch.chunk", "Tensor.chunk", backend="opencl")
+@register(backend="opencl")
 class Chunk(DeviceSplit, split.Chunk):
     pass
 
 
-@register("torch.tensor_split", "Tensor.tensor_split", backend="opencl")
+@register(backend="opencl")
 class TensorSplit(DeviceSplit, split.TensorSplit):
     pass
 
 
-@register("torch.unbind", "Tensor.unbind", backend="opencl")
+@register(backend="opencl")
 class Unbind(DeviceSplit, split.Unbind):
     pass

@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import to
-from kuiper.layers.opencl_helpers.strided import arith_type
+from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("Tensor.to", "Tensor.type", "Tensor.type_as", "Tensor.contiguous", "torch.clone",
-          "Tensor.clone", "Tensor.detach", "torch.detach", backend="opencl")
+@register(backend="opencl")
 class To(OpenCLLayer, to.To):
     def allocate_outputs(self, inputs, in_specs, out_specs):
         if in_specs[0].dtype == out_specs[0].dtype:

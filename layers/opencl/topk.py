@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import topk
-from kuiper.layers.opencl_helpers.buffers import cl_type
+from kuiper.layers.opencl_helpers.cl_types import cl_type
 from kuiper.layers.opencl_helpers.reduction import work_group_size
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 
-@register("torch.topk", "torch.sort", "torch.argsort", backend="opencl")
+@register(backend="opencl")
 class TopK(OpenCLLayer, topk.TopK):
     def bind(self, inputs, outputs, in_specs, out_specs):
         x = in_specs[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import upsample
-from kuiper.layers.opencl_helpers.strided import arith_type
+from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
@@ -53,16 +53,16 @@ class OpenCLUpsample(OpenCLLayer):
         return Launch(kernel, (round_up(n, 64),))
 
 
-@register("nn.Upsample", "F.upsample", "F.interpolate", backend="opencl")
+@register(backend="opencl")
 class Upsample(OpenCLUpsample, upsample.Upsample):
     pass
 
 
-@register("nn.UpsamplingNearest2d", "F.upsample_nearest", backend="opencl")
+@register(backend="opencl")
 class UpsampleNearest(OpenCLUpsample, upsample.UpsampleNearest):
     pass
 
 
-@register("nn.UpsamplingBilinear2d", "F.upsample_bilinear", backend="opencl")
+@register(backend="opencl")
 class UpsampleBilinear(OpenCLUpsample, upsample.UpsampleBilinear):
     pass

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import where_compare
-from kuiper.layers.opencl_helpers.buffers import broadcast_strides, cl_type, keep_alive
+from kuiper.layers.opencl_helpers.buffers import broadcast_strides, keep_alive
+from kuiper.layers.opencl_helpers.cl_types import cl_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
@@ -13,7 +14,7 @@ CMP = {"torch.gt": "CMP_GT", "torch.lt": "CMP_LT", "torch.ge": "CMP_GE", "torch.
        "torch.eq": "CMP_EQ", "torch.ne": "CMP_NE"}
 
 
-@register("torch.where", "Tensor.masked_fill", *where_compare.COMPARE, backend="opencl")
+@register(backend="opencl")
 class WhereCompare(OpenCLLayer, where_compare.WhereCompare):
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones

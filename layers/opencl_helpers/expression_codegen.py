@@ -15,8 +15,9 @@ Every dtype decision comes from `parser.expression.dtypes.signature`, the functi
 evaluator uses, so both backends agree on PyTorch's promotion rules by construction. Values known
 while generating (literals, `size(@0,1)`, inputs whose value is known at build time) are folded
 with the NumPy evaluator and appear in the source as constants. Shapes and broadcast strides are
-baked in as well, so the program is specific to (expression, input shapes, dtypes): the OpenCL
-layer caches programs by exactly that.
+baked in as well, so the program is specific to (expression, input shapes, dtypes), and the
+source text says all of it: the runtime caches the built programs by that text
+(`OpenCLRuntime.program_from_source`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.clkernels import KERNEL_DIR
+from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.parser.expression.ast import Input, Literal
 from kuiper.parser.expression.dtypes import (
     BOOL,
@@ -45,10 +47,6 @@ from kuiper.parser.expression.rpn import Instruction, Op
 from kuiper.tensor_spec import TensorSpec
 
 KERNEL_NAME = "expression"
-
-CTYPES = {np.dtype(np.bool_): "uchar", np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar",
-          np.dtype(np.int16): "short", np.dtype(np.int32): "int", np.dtype(np.int64): "long",
-          np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 # C for each function, by the compute dtype's family. {a}, {b}: operands already converted to
 # the compute type T. Plain OpenCL built-ins where their semantics match PyTorch's, helpers from
@@ -105,9 +103,10 @@ class KernelSource:
 
 
 def ctype(dtype: np.dtype) -> str:
+    """cl_types.arith_type, failing as a CodegenError (the expression layer reports those)."""
     try:
-        return CTYPES[np.dtype(dtype)]
-    except KeyError:
+        return arith_type(dtype)
+    except ValueError:
         raise CodegenError(f"dtype {np.dtype(dtype).name} is not supported by the OpenCL "
                            "expression kernel") from None
 

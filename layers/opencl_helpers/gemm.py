@@ -1,14 +1,22 @@
-"""Batched matrix products shared by matmul, attention and the recurrent layers.
+"""Every OpenCL matrix product: two GEMM kernels, one launch function for each.
 
-Two ideas carry all of it:
+- `weight_gemm_launch`, the fast GEMM of clkernels/gemm.h, for linear and the convolutions:
+  `C[z] = A[z % groups] @ B[z]` (+ a bias per row or column) on dense row-major matrices, A
+  being the weight (a grouped convolution shares one weight per group across the batch). The
+  kernel is compiled into the layer's own program (its .cl file includes gemm.h and may set
+  TRANS_A / TRANS_B), and comes in two: register-blocked for GPUs, SIMD blocks for CPUs.
+- `strided_gemm_launch`, `bgemm` of clkernels/matmul.cl, for matmul, attention and the
+  recurrent layers, whose operands are broadcast, transposed or cut into heads: each operand is
+  read through a `Strided` view, so none of that costs a copy. Simpler and slower than gemm.h,
+  but it takes any layout.
+
+Two ideas carry the strided views:
 
 1. *Shapes* follow torch.matmul: the last two dims are the matrix, the leading dims are a batch
    that broadcasts like NumPy (`(2,1,4,5) @ (3,5,6) -> (2,3,4,6)`), and a 1-D operand is a
    row (left) or a column (right) vector whose dim disappears from the result.
 2. *Memory* is described, not rearranged. `strided(shape, target)` says where element
    (b, r, c) of a broadcast view lives in the flat buffer: `offsets[b] + r*row + c*col`.
-   The OpenCL `bgemm` kernel (clkernels/matmul.cl) reads every operand through such a view, so
-   broadcasting, transposes and attention heads inside a bigger tensor cost no copies.
 """
 
 from __future__ import annotations
@@ -20,9 +28,73 @@ from typing import Any
 import numpy as np
 
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.opencl.layer import Launch, round_up
+from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 
-TILE = 16  # must match TS in clkernels/matmul.cl (passed as -DTS)
+# --- weight_gemm_launch: clkernels/gemm.h ------------------------------------------------------
+
+# Must agree with clkernels/gemm.h. gemm_tiled: a work-group of GEMM_LOCAL x GEMM_LOCAL
+# work-items computes a GEMM_TILE x GEMM_TILE tile of C; gemm_blocked: one work-item computes a
+# GEMM_BLOCK x GEMM_BLOCK block.
+GEMM_TILE = 64
+GEMM_LOCAL = 16
+GEMM_BLOCK = 8
+
+BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COLUMN = 0, 1, 2
+
+# None: gemm_blocked on CPU devices, gemm_tiled elsewhere (see gemm.h for why). Tests set it
+# to run both kernels on whatever device they have.
+FORCE_GEMM: str | None = None
+
+
+def weight_gemm_kernel(layer: OpenCLLayer) -> str:
+    """Which kernel of gemm.h `weight_gemm_launch` binds on the layer's device."""
+    if FORCE_GEMM is not None:
+        return FORCE_GEMM
+    is_cpu = layer.runtime.device.type & layer.runtime.cl.device_type.CPU
+    return "gemm_blocked" if is_cpu else "gemm_tiled"
+
+
+def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_stride: int, b,
+                       b_batch_stride: int, c, c_batch_stride: int, bias=None,
+                       bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1) -> Launch:
+    """Bind gemm.h for C[z] = A[z % groups] @ B[z], z < batch*groups (arguments are buffers).
+
+    The kernel comes from the layer's own program (its .cl file includes gemm.h and may set
+    TRANS_A / TRANS_B)."""
+    name = weight_gemm_kernel(layer)
+    kernel = layer.kernel(name)
+    i32 = np.int32
+    kernel.set_args(i32(m), i32(n), i32(k), a, i32(a_group_stride), b, i32(b_batch_stride),
+                    c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
+                    i32(groups))
+    if name == "gemm_blocked":  # small work-groups of 4 x 4 blocks were fastest under PoCL
+        blocks_n, blocks_m = -(-n // GEMM_BLOCK), -(-m // GEMM_BLOCK)
+        return Launch(kernel, (round_up(blocks_n, 4), round_up(blocks_m, 4), batch * groups),
+                      (4, 4, 1))
+    tiles_n, tiles_m = -(-n // GEMM_TILE), -(-m // GEMM_TILE)
+    return Launch(kernel, (tiles_n * GEMM_LOCAL, tiles_m * GEMM_LOCAL, batch * groups),
+                  (GEMM_LOCAL, GEMM_LOCAL, 1))
+
+
+class WeightBuffers:
+    """Mixin: device buffers for weights that are attributes (uploaded once at bind time) or
+    inputs (F.linear / F.convNd: the producer's array). References are kept on the layer so
+    the buffers live as long as the kernels bound to them."""
+
+    def weight_buffers(self, inputs) -> tuple:
+        if self.weight is not None:
+            self._uploaded = [self.upload(np.asarray(self.weight, np.float32))]
+            if self.bias is not None:
+                self._uploaded.append(self.upload(np.asarray(self.bias, np.float32)))
+            return self._uploaded[0].data, (self._uploaded[1].data if self.bias is not None
+                                             else None)
+        bias = inputs[2].data if len(inputs) > 2 and inputs[2] is not None else None
+        return inputs[1].data, bias
+
+
+# --- strided_gemm_launch: bgemm of clkernels/matmul.cl -----------------------------------------
+
+STRIDED_TILE = 16  # must match TS in clkernels/matmul.cl (passed as -DTS)
 
 
 @dataclass
@@ -68,8 +140,9 @@ def transposed(view: Strided) -> Strided:
     return Strided(view.array, view.offsets, view.col, view.row)
 
 
-def gemm_launch(layer, m: int, n: int, k: int, a: Strided, b: Strided, c: Strided,
-                bias: Strided | None = None, alpha: float = 1.0, beta: float = 1.0) -> Launch:
+def strided_gemm_launch(layer, m: int, n: int, k: int, a: Strided, b: Strided, c: Strided,
+                        bias: Strided | None = None, alpha: float = 1.0,
+                        beta: float = 1.0) -> Launch:
     """Bind one `bgemm` launch: c[b] = alpha * a[b] @ b[b] (+ beta * bias[b]).
 
     `layer` is the OpenCL layer that owns the launch (its runtime builds the program once and
@@ -79,7 +152,7 @@ def gemm_launch(layer, m: int, n: int, k: int, a: Strided, b: Strided, c: Stride
     for view in (a, b) + ((bias,) if bias is not None else ()):
         if len(view.offsets) != batch:
             raise ValueError(f"gemm views disagree on the batch: {len(view.offsets)} vs {batch}")
-    options = [f"-DTS={TILE}", f"-DHAS_BIAS={int(bias is not None)}"]
+    options = [f"-DTS={STRIDED_TILE}", f"-DHAS_BIAS={int(bias is not None)}"]
     kernel = layer.kernel("bgemm", options, stem="matmul")
     d = bias if bias is not None else Strided(None, np.zeros(1, np.int32), 0, 0)
     tables = [layer.upload(v.offsets) for v in (a, b, c, d)]
@@ -91,5 +164,6 @@ def gemm_launch(layer, m: int, n: int, k: int, a: Strided, b: Strided, c: Stride
                     c.array.data, tables[2].data, i32(c.row), i32(c.col),
                     None if d.array is None else d.array.data, tables[3].data,
                     i32(d.row), i32(d.col), f32(alpha), f32(beta))
-    return Launch(kernel, (round_up(max(n, 1), TILE), round_up(max(m, 1), TILE), max(batch, 1)),
-                  (TILE, TILE, 1))
+    tile = STRIDED_TILE
+    return Launch(kernel, (round_up(max(n, 1), tile), round_up(max(m, 1), tile), max(batch, 1)),
+                  (tile, tile, 1))

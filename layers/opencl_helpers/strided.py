@@ -21,31 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kuiper.layers.common.datamove import contiguous_strides
+from kuiper.layers.opencl_helpers.cl_types import arith_type, move_type
 from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
-
-# OpenCL C type used to *move* elements of a NumPy dtype: only the size matters for a copy,
-# so half and double move as 16/64-bit integers and need no device extension.
-_MOVE_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
-_ARITH_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-                np.dtype(np.int64): "long", np.dtype(np.int32): "int",
-                np.dtype(np.int16): "short", np.dtype(np.int8): "char",
-                np.dtype(np.uint8): "uchar", np.dtype(np.bool_): "uchar"}
-
-
-def move_type(dtype) -> str:
-    """The OpenCL type that copies one element of `dtype` bit for bit."""
-    size = np.dtype(dtype).itemsize
-    if size not in _MOVE_TYPES:
-        raise ValueError(f"cannot move elements of dtype {np.dtype(dtype).name} on OpenCL")
-    return _MOVE_TYPES[size]
-
-
-def arith_type(dtype) -> str:
-    """The OpenCL type with the same *meaning* as `dtype` (for casts, not copies)."""
-    dtype = np.dtype(dtype)
-    if dtype not in _ARITH_TYPES:
-        raise ValueError(f"no OpenCL type for dtype {dtype.name}")
-    return _ARITH_TYPES[dtype]
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,9 @@ class TwoBranchNet(nn.Module):
 @pytest.fixture(scope="session")
 def two_branch_model(export_model):
     if not opencl_available():
-        pytest.skip("no OpenCL device: pocl-binary-distribution failed to load")
+        from kuiper.opencl.runtime import INSTALL_HINT
+
+        pytest.skip(f"no OpenCL device: {INSTALL_HINT}")
     torch.manual_seed(0)
     net = TwoBranchNet()
     for m in net.modules():

@@ -1,6 +1,7 @@
-"""The `.pnnx.param` reader on hand-written files: the whole grammar of PNNX_FORMAT.md, then every
-way a file can be broken. A broken file must give a `ModelFormatError` whose message names the
-file, the line and what was expected -- never a bare IndexError/KeyError from deep inside.
+"""The `.pnnx.param` reader on hand-written files: the whole grammar of parser/PNNX_FORMAT.md,
+then every way a file can be broken. A broken file must give a `ModelFormatError` whose message
+names the file, the line and what was expected -- never a bare IndexError/KeyError from deep
+inside.
 """
 
 from __future__ import annotations

@@ -91,3 +91,46 @@ print("ok")
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def numpys_blas() -> dict | None:
+    """threadpoolctl's entry for the BLAS inside NumPy's own install (None: NumPy has none
+    threadpoolctl knows, e.g. Apple's Accelerate)."""
+    import threadpoolctl
+
+    return next((lib for lib in threadpoolctl.threadpool_info()
+                 if lib["user_api"] == "blas" and blas._is_numpys(lib["filepath"])), None)
+
+
+@needs_blas
+def test_the_library_used_is_numpys_as_threadpoolctl_reports_it():
+    numpys = numpys_blas()
+    assert numpys is not None, "available() but threadpoolctl reports no BLAS inside NumPy"
+    assert os.path.samefile(blas.library(), numpys["filepath"]), (blas.library(), numpys)
+
+
+def test_numpys_blas_comes_first_whatever_else_is_loaded():
+    site = os.path.dirname(os.path.dirname(np.__file__))
+    numpys = os.path.join(site, "numpy.libs", "libscipy_openblas64_-x.so")
+    libraries = [
+        {"user_api": "blas", "internal_api": "mkl", "filepath": "/opt/a/libmkl_rt.so.2"},
+        {"user_api": "openmp", "internal_api": "openmp", "filepath": "/usr/lib/libgomp.so.1"},
+        {"user_api": "blas", "internal_api": "openblas", "filepath": numpys},
+    ]
+    assert blas._blas_paths(libraries) == [numpys, "/opt/a/libmkl_rt.so.2"]
+    assert blas._blas_paths([]) == []
+
+
+def test_no_blas_listed_by_threadpoolctl_means_not_available():
+    """blas.py decides at import, so the check runs in a fresh interpreter whose threadpoolctl
+    reports no library at all."""
+    code = """
+import threadpoolctl
+threadpoolctl.threadpool_info = lambda: []
+from kuiper.layers.cpu_helpers import blas, tap_gemm
+assert not blas.available() and blas.library() is None and not tap_gemm.available()
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

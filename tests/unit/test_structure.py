@@ -1,4 +1,4 @@
-"""The repository's promises about its own layout (DESIGN.md: one stem, one operator)."""
+"""The repository's promises about its own layout (kuiper/DESIGN.md: one stem, one operator)."""
 
 from __future__ import annotations
 
