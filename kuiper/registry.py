@@ -101,7 +101,7 @@ def find(op_type: str, backend: str) -> type | None:
 
 # When a backend has no layer for a type, the layer of another backend stands in: an OpenCL graph
 # runs such an operator's CPU layer on the host (its executor downloads the inputs and uploads
-# the outputs around it, see kuiper/opencl/layer.py's HostFallback).
+# the outputs around it, see layers/opencl_base.py's HostFallback).
 FALLBACK = {"opencl": "cpu"}
 
 

@@ -58,8 +58,10 @@ def concurrency(graph) -> list[str]:
               for level in topo.level_schedule(graph.operators)]
     levels = [level for level in levels if level]
     wide = [(k, level) for k, level in enumerate(levels) if len(level) > 1]
-    lines = [f"{len(levels)} levels; the widest holds {max(map(len, levels), default=0)} "
-             "operator(s) that may run concurrently"]
+    if not wide:
+        return [f"none: the {len(levels)} operators form a chain, each waits for the one before"]
+    lines = [f"{len(levels)} levels; up to {max(map(len, levels))} operators may run at once "
+             f"(in {len(wide)} levels):"]
     shown = 8  # a deep network has many small branches; the first few show the idea
     lines += [f"  level {k}: " + ", ".join(op.name for op in level) for k, level in wide[:shown]]
     if len(wide) > shown:

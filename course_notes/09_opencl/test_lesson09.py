@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kuiper.opencl.layer import round_up
+from kuiper.layers.opencl_base import round_up
 from kuiper.tools.course import check_array, implementation, require_opencl
 
 REFERENCE = {"relu_source": "clkernels/relu.cl"}

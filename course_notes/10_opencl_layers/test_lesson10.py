@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from kuiper.layers.common.pooling import Window
+from kuiper.layers.opencl_base import round_up
 from kuiper.layers.opencl_helpers.pooling import window_params
-from kuiper.opencl.layer import round_up
 from kuiper.tools.course import check_array, implementation, require_opencl
 
 REFERENCE = {"maxpool_source": "clkernels/maxpool.cl"}

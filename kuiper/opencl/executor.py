@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.ir import Observer, RuntimeOperator
-from kuiper.opencl.layer import HostFallback, OpenCLLayer
+from kuiper.layers.opencl_base import HostFallback, OpenCLLayer
 from kuiper.opencl.runtime import OpenCLRuntime
 from kuiper.tensor_spec import TensorSpec
 

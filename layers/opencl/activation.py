@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import activation as cpu
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 # ELU-family constants are spelled out as float literals: double literals would need fp64.

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from kuiper.layers.cpu import attention
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.gemm import (
     Strided,
@@ -23,7 +24,6 @@ from kuiper.layers.opencl_helpers.gemm import (
     transposed,
 )
 from kuiper.layers.opencl_helpers.reduction import work_group_size
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax

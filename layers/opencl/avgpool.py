@@ -6,8 +6,8 @@ import numpy as np
 
 from kuiper.layers.common.pooling import check_pool_input
 from kuiper.layers.cpu import avgpool
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.pooling import window_params
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import batchnorm
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.norm import bind_channel_affine
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 

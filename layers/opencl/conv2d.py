@@ -15,8 +15,8 @@ import numpy as np
 
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu import conv2d
+from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.gemm import BIAS_PER_ROW, WeightBuffers, weight_gemm_launch
-from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 
 

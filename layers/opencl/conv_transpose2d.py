@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import conv_transpose2d
+from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.gemm import BIAS_NONE, WeightBuffers, weight_gemm_launch
-from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import embedding
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 INDEX_TYPES = {np.dtype(np.int64): "long", np.dtype(np.int32): "int"}

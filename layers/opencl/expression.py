@@ -17,8 +17,8 @@ fallback, since a list is not a tensor a kernel could write.
 from __future__ import annotations
 
 from kuiper.layers.cpu import expression
+from kuiper.layers.opencl_base import HostFallback, Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.expression_codegen import KERNEL_NAME, CodegenError, generate
-from kuiper.opencl.layer import HostFallback, Launch, OpenCLLayer, round_up
 from kuiper.parser.expression import Symbolic
 from kuiper.registry import register
 

@@ -7,9 +7,9 @@ import numpy as np
 
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import flip
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import move_type
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 

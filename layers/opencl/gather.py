@@ -8,9 +8,9 @@ import numpy as np
 
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import gather
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type, move_type
 from kuiper.layers.opencl_helpers.strided import View, index_select, strided_copy
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 

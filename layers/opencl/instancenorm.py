@@ -4,8 +4,8 @@ it is a folded per-channel scale and shift (batchnorm.cl's channel_affine)."""
 from __future__ import annotations
 
 from kuiper.layers.cpu import instancenorm
+from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.norm import RowNormOpenCL, bind_channel_affine
-from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kuiper.layers.cpu import layernorm
+from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.norm import RowNormOpenCL
-from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 

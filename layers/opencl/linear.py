@@ -9,8 +9,8 @@ bound by `weight_gemm_launch` (layers/opencl_helpers/gemm.py), like the convolut
 from __future__ import annotations
 
 from kuiper.layers.cpu import linear
+from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.gemm import BIAS_PER_COLUMN, WeightBuffers, weight_gemm_launch
-from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 

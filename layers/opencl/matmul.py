@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import matmul
+from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.gemm import strided, strided_gemm_launch
-from kuiper.opencl.layer import OpenCLLayer
 from kuiper.registry import register
 
 

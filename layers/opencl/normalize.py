@@ -6,8 +6,8 @@ import numpy as np
 
 from kuiper.layers.cpu import normalize
 from kuiper.layers.opencl.reduce import P_KINDS
+from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.reduction import work_group_size
-from kuiper.opencl.layer import Launch, OpenCLLayer
 from kuiper.registry import register
 
 

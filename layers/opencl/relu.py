@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import relu
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 

@@ -8,7 +8,7 @@ returns that view and `bind` has nothing to launch.
 from __future__ import annotations
 
 from kuiper.layers.cpu import reshape
-from kuiper.opencl.layer import OpenCLLayer
+from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.registry import register
 
 

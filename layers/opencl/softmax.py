@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import softmax
-from kuiper.opencl.layer import Launch, OpenCLLayer
+from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.registry import register
 
 MAX_GROUP = 256

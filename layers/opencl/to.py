@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import to
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 
 # --- weight_gemm_launch: clkernels/gemm.h ------------------------------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kuiper.layers.common.norm import channel_layout
-from kuiper.opencl.layer import Launch, round_up
+from kuiper.layers.opencl_base import Launch, round_up
 
 
 def bind_channel_affine(layer, x, y, scale, shift, shape: Sequence[int], axis: int = 1) -> Launch:

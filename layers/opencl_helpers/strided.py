@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kuiper.layers.common.datamove import contiguous_strides
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type, move_type
-from kuiper.opencl.layer import Launch, OpenCLLayer, round_up
 
 
 @dataclass(frozen=True)

@@ -261,6 +261,30 @@ def test_summary(backend, tmp_path):
     assert "2x3x5x5 float32" in graph.summary()
 
 
+def test_summary_shows_which_operators_may_run_concurrently(tmp_path):
+    # Two ReLUs read the input and a third one reads relu_b: relu_a and relu_b share level 0.
+    path = write_model(tmp_path, [
+        "pnnx.Input pnnx_input_0 0 1 0 #0=(1,3,8,8)f32",
+        "nn.ReLU relu_a 1 1 0 1",
+        "nn.ReLU relu_b 1 1 0 2",
+        "nn.ReLU relu_c 1 1 2 3",
+        "pnnx.Output pnnx_output_0 2 0 1 3"])
+    text = kuiper.load(path).summary()
+    assert "concurrency: 2 levels; up to 2 operators may run at once" in text, text
+    assert "level 0: relu_a, relu_b" in text, text
+    chain = kuiper.load(write_model(tmp_path, RELU2, name="chain")).summary()
+    assert "concurrency: none: the 2 operators form a chain" in chain, chain
+
+
+@pytest.mark.parametrize("backend_name, option", [("cpu", "fsue"), ("opencl", "devcie")])
+def test_unknown_backend_options_are_refused_by_name(relu_model, backend_name, option):
+    # The options are the executor's keyword arguments: checked before anything is built,
+    # so even an OpenCL typo is reported on a machine without OpenCL.
+    with pytest.raises(kuiper.KuiperError, match=rf"unknown option\(s\) for the "
+                       rf"{backend_name} backend: {option} \(it takes: "):
+        kuiper.load(relu_model, backend=backend_name, **{option: 1})
+
+
 def test_deep_graph_runs_end_to_end(backend, tmp_path):
     # 2,000 chained operators: ordering, shape inference and execution must not recurse.
     n = 2_000

@@ -86,3 +86,34 @@ def test_every_cpu_type_but_pnnx_attribute_has_an_opencl_layer():
     assert set(opencl) == set(cpu) - {"pnnx.Attribute"}
     for op_type, cls in opencl.items():
         assert op_type in cls.op_types and cls.backend == "opencl"
+
+
+# --- the fallback rule and the executors: what the backend-neutral graph asks the registry ------
+def test_an_opencl_graph_falls_back_to_the_cpu_layer(empty_registry, monkeypatch):
+    monkeypatch.setattr(registry, "_LOADED", set(registry.BACKENDS))  # nothing to import
+    foo = cpu_layer()
+    assert registry.layer_for("x.Foo", "cpu") is foo
+    assert registry.layer_for("x.Foo", "opencl") is foo  # no twin: the CPU layer stands in
+
+    @registry.register(backend="opencl")
+    class FooTwin(foo):
+        pass
+
+    assert registry.layer_for("x.Foo", "opencl") is FooTwin
+
+
+def test_a_type_no_backend_knows_names_itself(empty_registry, monkeypatch):
+    monkeypatch.setattr(registry, "_LOADED", set(registry.BACKENDS))
+    cpu_layer()
+    with pytest.raises(registry.UnsupportedOperatorError, match=r"'x\.Fo0'.*Did you mean x\.Foo"):
+        registry.layer_for("x.Fo0", "opencl")
+
+
+def test_each_backend_has_an_executor():
+    from kuiper.cpu_executor import CPUExecutor
+    from kuiper.opencl.executor import OpenCLExecutor
+
+    assert registry.executor_class("cpu") is CPUExecutor
+    assert registry.executor_class("opencl") is OpenCLExecutor
+    with pytest.raises(ValueError, match="unknown backend 'cuda'"):
+        registry.executor_class("cuda")
