@@ -86,7 +86,8 @@ def add_parser(sub) -> None:
                    help="Kuiper backends to time (default: cpu,opencl)")
     p.add_argument("--against", type=comma_list(REFERENCES), default=[],
                    help="references: torch (pnnx's <stem>_pnnx.py beside the model) and/or "
-                   "onnxruntime (the .pnnx.onnx beside it)")
+                   "onnxruntime (a plain <stem>.onnx beside the model; without one, an ONNX "
+                   "export of the <stem>_pnnx.py beside it, which runs that Python file)")
     p.add_argument("--repeat", type=int, default=20, help="timed runs (default: %(default)s)")
     p.add_argument("--rounds", type=int, default=5, help="the timed runs are split into this "
                    "many interleaved rounds over the columns (default: %(default)s)")

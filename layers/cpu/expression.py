@@ -4,7 +4,7 @@
 
 The text is parsed once, in `from_operator` (so a bad expression fails when the model is
 loaded, pointing at the column), and flattened to RPN; `infer` and `forward` both run that RPN
-with `parser.expression.evaluate`:
+with `kuiper.parser.expression.evaluate`:
 
 - `infer` runs it on *symbolic* tensors (shape + dtype, no values) for the inputs whose values
   are unknown, which yields the output's broadcast shape and PyTorch dtype. Inputs whose value

@@ -11,12 +11,12 @@ pushes is *C code*:
 
     @0 @1 2 mul add    ->   x0, x1, 2 ... `const float t0 = (x1 * 2.0f);` ... t1
 
-Every dtype decision comes from `parser.expression.dtypes.signature`, the function the NumPy
-evaluator uses, so both backends agree on PyTorch's promotion rules by construction. Values known
-while generating (literals, `size(@0,1)`, inputs whose value is known at build time) are folded
-with the NumPy evaluator and appear in the source as constants. Shapes and broadcast strides are
-baked in as well, so the program is specific to (expression, input shapes, dtypes), and the
-source text says all of it: the runtime caches the built programs by that text
+Every dtype decision comes from `kuiper.parser.expression.dtypes.signature`, the function the
+NumPy evaluator uses, so both backends agree on PyTorch's promotion rules by construction. Values
+known while generating (literals, `size(@0,1)`, inputs whose value is known at build time) are
+folded with the NumPy evaluator and appear in the source as constants. Shapes and broadcast
+strides are baked in as well, so the program is specific to (expression, input shapes, dtypes),
+and the source text says all of it: the runtime caches the built programs by that text
 (`OpenCLRuntime.program_from_source`).
 """
 

@@ -8,7 +8,7 @@
 with `functions.py` (the table of functions and their arity) and `dtypes.py` (PyTorch's type
 promotion) shared by all of them and by the OpenCL code generator.
 
-    >>> from parser.expression import parse, to_rpn, format_rpn, evaluate
+    >>> from kuiper.parser.expression import parse, to_rpn, format_rpn, evaluate
     >>> format_rpn(to_rpn(parse("add(@0,mul(@1,2))")))
     '@0 @1 2 mul add'
 """

@@ -107,10 +107,11 @@ def test_no_bare_top_level_imports_in_code_tests_or_course():
         "\n".join(bad)
 
 
-def test_no_bare_top_level_imports_in_notes_and_readme():
-    pattern = re.compile(r"^\s*(from|import)\s+(layers|parser|clkernels)\b", re.M)
+def test_no_bare_top_level_imports_in_notes_readme_and_docstrings():
+    # also docstring examples (`>>> from ...`) of the code, which the AST test cannot see
+    pattern = re.compile(r"^\s*(>>>\s*)?(from|import)\s+(layers|parser|clkernels)\b", re.M)
     docs = [ROOT / "README.md", *ROOT.glob("course_notes/**/*.md"), *ROOT.glob("kuiper/**/*.md"),
-            *ROOT.glob("layers/**/*.md"), *ROOT.glob("parser/**/*.md")]
+            *ROOT.glob("layers/**/*.md"), *ROOT.glob("parser/**/*.md"), *source_files()]
     bad = [f"{p.relative_to(ROOT)}: {m.group(0).strip()}" for p in docs
            for m in pattern.finditer(p.read_text())]
     assert not bad, "\n".join(bad)
