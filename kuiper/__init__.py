@@ -30,7 +30,7 @@ def _use_checkout_folders() -> None:
 _use_checkout_folders()
 
 # The imports below need the mapping, hence after it.
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kuiper.errors import (
@@ -42,10 +42,17 @@ from kuiper.errors import (
     ModelFormatError,
     OpenCLUnavailableError,
     OperatorError,
+    PluginError,
+    RegistrationError,
     ShapeError,
     UnsupportedOperatorError,
 )
 from kuiper.graph import GraphState, Port, RuntimeGraph
+
+# What a plugin's author writes layers with (kuiper/PLUGINS.md): the same bases and decorator
+# as Kuiper's own layers.
+from kuiper.layers.base import ElementwiseLayer, Layer
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 
@@ -53,22 +60,29 @@ __version__ = "0.1.0"
 
 __all__ = [
     "load", "RuntimeGraph", "GraphState", "Port", "TensorSpec", "register",
+    "Layer", "ElementwiseLayer", "OpenCLLayer", "Launch", "round_up",
     "KuiperError", "ModelFormatError", "OperatorError", "UnsupportedOperatorError", "ShapeError",
     "GraphError", "ExpressionError", "OpenCLUnavailableError", "KernelBuildError", "InputError",
+    "RegistrationError", "PluginError",
 ]
 
 
 def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
          backend: str = "cpu", input_shapes: Sequence[Sequence[int]] | None = None,
+         plugins: Sequence[str | os.PathLike] = (),
+         params: Mapping[str, Mapping[str, Any]] | None = None,
          **backend_options: Any) -> RuntimeGraph:
     """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
 
     `input_shapes` overrides the shapes the model was exported with (needed when the export has
-    dynamic dims). OpenCL options: `device="0:1"` (as PYOPENCL_CTX), `out_of_order=True`,
-    `profiling=True`. CPU option: `fuse=False` runs every ReLU as its own step instead of
-    fusing it into the convolution, linear or expression before it (kuiper/cpu_executor.py).
+    dynamic dims). `plugins` are modules or files with layers of your own, `params` parameters
+    per type that the file lacks (kuiper/PLUGINS.md). OpenCL options: `device="0:1"` (as
+    PYOPENCL_CTX), `out_of_order=True`, `profiling=True`. CPU option: `fuse=False` runs every
+    ReLU as its own step instead of fusing it into the convolution, linear or expression before
+    it (kuiper/cpu_executor.py).
     """
-    graph = RuntimeGraph(param_path, bin_path, backend=backend, **backend_options)
+    graph = RuntimeGraph(param_path, bin_path, backend=backend, plugins=plugins, params=params,
+                         **backend_options)
     graph.init()
     graph.build(input_shapes)
     return graph

@@ -13,8 +13,8 @@ from kuiper.parser.errors import ExpressionError, KuiperError, ModelFormatError
 
 __all__ = [
     "KuiperError", "ModelFormatError", "ExpressionError", "OperatorError",
-    "UnsupportedOperatorError", "ShapeError", "GraphError", "OpenCLUnavailableError",
-    "KernelBuildError", "InputError",
+    "UnsupportedOperatorError", "RegistrationError", "PluginError", "ShapeError", "GraphError",
+    "OpenCLUnavailableError", "KernelBuildError", "InputError",
 ]
 
 
@@ -28,6 +28,14 @@ class OperatorError(KuiperError):
 
 class UnsupportedOperatorError(KuiperError):
     """No layer is registered for an operator type on the requested backend."""
+
+
+class RegistrationError(KuiperError, ValueError):
+    """A layer registration that cannot stand: a type that already has a layer, say."""
+
+
+class PluginError(KuiperError):
+    """A plugin could not be found or imported, or one of its layers failed (named in it)."""
 
 
 class ShapeError(OperatorError):

@@ -21,15 +21,16 @@ from __future__ import annotations
 import enum
 import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kuiper import plugins as kuiper_plugins
 from kuiper import registry, topo
-from kuiper.errors import GraphError, InputError, KuiperError, ShapeError
+from kuiper.errors import GraphError, InputError, KuiperError, ShapeError, UnsupportedOperatorError
 from kuiper.ir import Observer, RuntimeOperand, RuntimeOperator
 from kuiper.parser.binfile import WeightArchive
 from kuiper.parser.param import read_param
@@ -67,8 +68,18 @@ def _np_dtype(suffix: str | None) -> np.dtype:
 
 
 class RuntimeGraph:
+    """A model as Kuiper runs it. `kuiper.load()` makes one and takes it through both states.
+
+    `plugins`: modules or files that register layers for types Kuiper does not know (see
+    kuiper/plugins.py); installed plugins (entry points) are loaded anyway. `params`: per PNNX
+    type, parameters the file does not carry, `{"mymods.Swish2": {"beta": 2}}` (pnnx writes a
+    kept module's tensors, not its plain Python attributes); the file's own values win.
+    `backend_options` are the executor's keyword arguments, checked by name.
+    """
+
     def __init__(self, param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None,
-                 backend: str = "cpu", **backend_options: Any):
+                 backend: str = "cpu", plugins: Sequence[str | os.PathLike] = (),
+                 params: Mapping[str, Mapping[str, Any]] | None = None, **backend_options: Any):
         self.param_path = str(param_path)
         self.bin_path = str(bin_path) if bin_path else _bin_beside(self.param_path)
         if backend not in registry.BACKENDS:
@@ -76,6 +87,8 @@ class RuntimeGraph:
                               f"{', '.join(registry.BACKENDS)}")
         self.backend = backend
         self.backend_options = _checked_options(backend, backend_options)
+        self.params = _checked_params(params)
+        kuiper_plugins.load_all(plugins)
         self.state = GraphState.NEED_INIT
         self.operators: list[RuntimeOperator] = []
         self.operands: dict[str, RuntimeOperand] = {}
@@ -93,7 +106,8 @@ class RuntimeGraph:
         archive = WeightArchive(self.bin_path) if needs_weights else None
         self._archive = archive
         for d in model.operators:
-            op = RuntimeOperator(d.name, d.type, dict(d.params), line=d.line, source=d,
+            params = {**self.params.get(d.type, {}), **d.params}  # the file's own values win
+            op = RuntimeOperator(d.name, d.type, params, line=d.line, source=d,
                                  input_names=list(d.input_names))
             for key, decl in d.attributes.items():
                 op.attributes[key] = archive.read(f"{d.name}.{key}", decl.shape, decl.dtype)
@@ -169,7 +183,13 @@ class RuntimeGraph:
                                      "only as a model output")
                 continue
             # The backend's own layer, or the registry's fallback (the CPU layer, for OpenCL)
-            op.layer = registry.layer_for(op.type, self.backend).from_operator(op)
+            try:
+                cls = registry.layer_for(op.type, self.backend)
+            except UnsupportedOperatorError as e:
+                raise UnsupportedOperatorError(
+                    f"{self.param_path}, line {op.line}: operator '{op.name}': {e}"
+                    f"{kuiper_plugins.missing_type_hint(op.type)}") from None
+            op.layer = kuiper_plugins.call(op, cls, "from_operator", cls.from_operator, op)
 
     def _input_specs(self, shapes) -> list[TensorSpec]:
         declared = [(op.outputs[0].shape, op.outputs[0].dtype) for op in self.input_ops]
@@ -195,7 +215,7 @@ class RuntimeGraph:
                 continue
             ins = [specs[o.name] for o in op.inputs]
             try:
-                outs = op.layer.infer(ins)
+                outs = kuiper_plugins.call(op, op.layer, "infer", op.layer.infer, ins)
             except ShapeError as e:
                 if resized:
                     raise ShapeError(op.name, op.type, f"{e.message} -- the model was exported at "
@@ -300,6 +320,18 @@ def _checked_options(backend: str, options: dict[str, Any]) -> dict[str, Any]:
         raise KuiperError(f"unknown option(s) for the {backend} backend: {', '.join(unknown)} "
                           f"(it takes: {', '.join(accepted) or 'none'})")
     return options
+
+
+def _checked_params(params) -> dict[str, dict[str, Any]]:
+    """`params` as {type: {key: value}}, or a KuiperError saying what shape it must have."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping) or not all(
+            isinstance(t, str) and isinstance(p, Mapping) and all(isinstance(k, str) for k in p)
+            for t, p in params.items()):
+        raise KuiperError("params must map a PNNX type to its parameters, e.g. "
+                          "{'mymods.Swish2': {'beta': 2}}")
+    return {t: dict(p) for t, p in params.items()}
 
 
 def _bin_beside(param_path: str) -> str:

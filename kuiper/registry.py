@@ -6,7 +6,8 @@ Layers register themselves with a decorator, so adding an operator never means e
     class ReLU(Layer): ...
 
 Modules under `layers/cpu` and `layers/opencl` are imported on first lookup, which runs their
-decorators.
+decorators. Layers from outside Kuiper register the same way, from a plugin (kuiper/plugins.py);
+`origin(cls)` says where each layer came from.
 """
 
 from __future__ import annotations
@@ -18,21 +19,30 @@ import pkgutil
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from kuiper.errors import UnsupportedOperatorError
+from kuiper.errors import RegistrationError, UnsupportedOperatorError
 
 BACKENDS = ("cpu", "opencl")
 _REGISTRY: dict[str, dict[str, type]] = {b: {} for b in BACKENDS}
 _LOADED: set[str] = set()
+# Where each registered class came from, when a plugin registered it (kuiper/plugins.py sets
+# `_plugin` while it imports one); Kuiper's own layers are simply "kuiper".
+_ORIGINS: dict[type, str] = {}
+_plugin: list[str] = []  # the plugin being imported now (a stack: a plugin may load another)
 
 T = TypeVar("T", bound=type)
 
 
-def register(*op_types: str, backend: str = "cpu") -> Callable[[T], T]:
+def register(*op_types: str, backend: str = "cpu", override: bool = False
+             ) -> Callable[[T], T]:
     """Class decorator: make `cls` the layer for each PNNX type in `op_types` on `backend`.
 
     An OpenCL twin usually runs exactly the types of the CPU layer it subclasses, so
     `@register(backend="opencl")` with no types takes them from that layer (`cpu_base`): the
     list is written once, on the CPU side. Name types only for a twin that covers fewer.
+
+    A type has one layer per backend: registering a second class for it is refused
+    (RegistrationError, naming both and where they come from), unless `override=True` says
+    that the new one replaces the old on purpose (a plugin's faster ReLU, say).
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend '{backend}', expected one of {BACKENDS}")
@@ -41,12 +51,16 @@ def register(*op_types: str, backend: str = "cpu") -> Callable[[T], T]:
 
     def decorate(cls: T) -> T:
         types = op_types or cpu_base(cls).op_types
+        if _plugin and not cls.__module__.startswith("kuiper."):
+            _ORIGINS[cls] = _plugin[-1]
+            load_layers(backend)  # Kuiper's own first, so that a clash is seen now, not later
         for op_type in types:
             previous = _REGISTRY[backend].get(op_type)
-            if previous is not None and previous is not cls:
-                raise ValueError(f"{op_type} on {backend} is registered twice: "
-                                 f"{previous.__module__}.{previous.__name__} and "
-                                 f"{cls.__module__}.{cls.__name__}")
+            if previous is not None and previous is not cls and not override:
+                raise RegistrationError(
+                    f"'{op_type}' on {backend} is already the layer {describe(previous)}; "
+                    f"{describe(cls)} may replace it only with register(..., override=True)")
+        for op_type in types:
             _REGISTRY[backend][op_type] = cls
         # Own types only (an OpenCL twin subclasses its CPU layer and must not inherit its list).
         cls.op_types = tuple(dict.fromkeys(cls.__dict__.get("op_types", ()) + types))
@@ -54,6 +68,20 @@ def register(*op_types: str, backend: str = "cpu") -> Callable[[T], T]:
         return cls
 
     return decorate
+
+
+def origin(cls: type) -> str:
+    """Where a layer class comes from: "kuiper", or "plugin NAME" (its module or file)."""
+    if cls in _ORIGINS:
+        return f"plugin {_ORIGINS[cls]}"
+    if cls.__module__.startswith("kuiper."):
+        return "kuiper"
+    return f"module {cls.__module__}"  # registered outside a plugin load (a script, a test)
+
+
+def describe(cls: type) -> str:
+    """`pkg.module.Class (origin)`, for messages."""
+    return f"{cls.__module__}.{cls.__qualname__} ({origin(cls)})"
 
 
 def cpu_base(cls: type) -> type:
@@ -80,7 +108,7 @@ def load_layers(backend: str) -> None:
 
 
 def lookup(op_type: str, backend: str = "cpu") -> type:
-    """The layer class for `op_type`; a clear error listing the known types if there is none."""
+    """The layer class for `op_type`; a clear error with the closest known types if none."""
     load_layers(backend)
     try:
         return _REGISTRY[backend][op_type]
@@ -89,8 +117,8 @@ def lookup(op_type: str, backend: str = "cpu") -> type:
         close = difflib.get_close_matches(op_type, known, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UnsupportedOperatorError(
-            f"no {backend} layer for operator type '{op_type}'.{hint} Known {backend} types: "
-            f"{', '.join(known)}") from None
+            f"no {backend} layer for operator type '{op_type}'.{hint} (`kuiper ops` lists the "
+            f"{len(known)} known {backend} types.)") from None
 
 
 def find(op_type: str, backend: str) -> type | None:

@@ -22,8 +22,11 @@ Binding happens once per input shape; `enqueue` is the hot path and does nothing
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,6 +51,11 @@ def round_up(n: int, multiple: int) -> int:
 class OpenCLLayer(Layer):
     backend: ClassVar[str] = "opencl"
     kernel_file: ClassVar[str] = ""  # clkernels/<kernel_file>.cl; "" = the module's stem
+    # A plugin's own kernels (kuiper/PLUGINS.md), instead of Kuiper's clkernels/: the path of a
+    # .cl file (relative paths are relative to the layer's module file; the file's folder is on
+    # the include path), or the OpenCL C source itself. Built and cached like Kuiper's own.
+    kernel_path: ClassVar[str | os.PathLike | None] = None
+    kernel_code: ClassVar[str | None] = None
 
     runtime: Any = None
     launches: list[Launch]
@@ -62,6 +70,17 @@ class OpenCLLayer(Layer):
         return self.kernel_file or type(self).__module__.rsplit(".", 1)[-1]
 
     def kernel(self, name: str, options: Sequence[str] = (), stem: str | None = None):
+        """A fresh cl.Kernel `name` of this layer's program, built with `options` (cached)."""
+        if stem is None and self.kernel_code is not None:
+            label = f"{type(self).__module__}.{type(self).__qualname__}.kernel_code"
+            program = self.runtime.program_from_source(self.kernel_code, options, label)
+            return self.runtime.kernel_of(program, name, label)
+        if stem is None and self.kernel_path is not None:
+            path = Path(self.kernel_path)
+            if not path.is_absolute():
+                path = Path(sys.modules[type(self).__module__].__file__).parent / path
+            program = self.runtime.program_from_path(path, options)
+            return self.runtime.kernel_of(program, name, str(path))
         return self.runtime.kernel(stem or self.stem, name, options)
 
     def upload(self, host):

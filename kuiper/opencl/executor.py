@@ -23,6 +23,7 @@ import numpy as np
 from kuiper.ir import Observer, RuntimeOperator
 from kuiper.layers.opencl_base import HostFallback, OpenCLLayer
 from kuiper.opencl.runtime import OpenCLRuntime
+from kuiper.plugins import call, reraise
 from kuiper.tensor_spec import TensorSpec
 
 
@@ -76,8 +77,9 @@ class OpenCLExecutor:
             inputs = [self.arrays[o.name] for o in op.inputs]
             if isinstance(layer, OpenCLLayer):
                 layer.attach(rt)
-                outputs = layer.allocate_outputs(inputs, in_specs, out_specs)
-                layer.bind(inputs, outputs, in_specs, out_specs)
+                outputs = call(op, layer, "allocate_outputs", layer.allocate_outputs, inputs,
+                               in_specs, out_specs)
+                call(op, layer, "bind", layer.bind, inputs, outputs, in_specs, out_specs)
                 runner = layer
             else:
                 outputs = [rt.empty(s.shape, s.dtype) for s in out_specs]
@@ -102,7 +104,10 @@ class OpenCLExecutor:
                     if event not in wait_for:
                         wait_for.append(event)
             start = time.perf_counter()
-            done = runner.enqueue(queue, wait_for)
+            try:
+                done = runner.enqueue(queue, wait_for)
+            except Exception as e:  # a plugin's layer (or the CPU one a HostFallback runs)
+                reraise(op, getattr(runner, "layer", runner), "enqueue", e)
             for operand in op.outputs:
                 events[operand.name] = done
             if observer is not None:  # debugging/compare path: synchronise per operator

@@ -18,6 +18,7 @@ import os
 import platform
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -178,6 +179,24 @@ class OpenCLRuntime:
         return self._cached(("source", source, tuple(options)),
                             lambda: self.build_source(source, list(options), label))
 
+    def program_from_path(self, path: Path, options: Sequence[str] = ()):
+        """The built program of a `.cl` file outside clkernels/ (a plugin's), once per options.
+
+        The file's own folder is on the include path, so it can #include its own headers (and
+        Kuiper's, which are always there). Errors name the file: its author must find it.
+        """
+        path = Path(path).resolve()
+
+        def build():
+            try:
+                source = path.read_text()
+            except OSError as e:
+                raise KernelBuildError(str(path), list(options),
+                                       f"cannot read the kernel file: {e.strerror}") from None
+            return self.build_source(source, ["-I", str(path.parent), *options], str(path))
+
+        return self._cached(("path", str(path), tuple(options)), build)
+
     def _cached(self, key: tuple[str, str, tuple[str, ...]], build):
         """The program stored under `key`, built by `build()` the first time.
 
@@ -201,7 +220,16 @@ class OpenCLRuntime:
 
     def kernel(self, stem: str, name: str, options: Sequence[str] = ()):
         """A fresh cl.Kernel: each layer binds its own arguments once, so it needs its own."""
-        return self.cl.Kernel(self.program(stem, options), name)
+        return self.kernel_of(self.program(stem, options), name, f"clkernels/{stem}.cl")
+
+    def kernel_of(self, program, name: str, label: str):
+        """A fresh cl.Kernel `name` of a built `program`; a missing name is a KernelBuildError."""
+        try:
+            return self.cl.Kernel(program, name)
+        except self.cl.Error as e:
+            names = program.get_info(self.cl.program_info.KERNEL_NAMES)
+            raise KernelBuildError(label, [], f"no kernel named '{name}' in it (it has: "
+                                   f"{names or 'none'}): {e}") from None
 
     # --- arrays ---------------------------------------------------------------------------------
     def empty(self, shape, dtype=np.float32):

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError
-from kuiper.tools.inputs import shape_list
+from kuiper.tools.options import add_plugin_option, load_plugins, shape_list
 
 # torch-cuda: fp32 with TF32 off everywhere (the like-for-like fp32 comparison);
 # torch-cuda-default: PyTorch's defaults (cuDNN convolutions may use TF32 tensor cores).
@@ -100,10 +100,12 @@ def add_parser(sub) -> None:
     p.add_argument("--device", help="OpenCL device (see `kuiper devices`)")
     p.add_argument("--top", type=int, default=15, help="operators listed in the profile "
                    "(default: %(default)s; 0 hides the profile)")
+    add_plugin_option(p)
     p.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
+    load_plugins(args)
     if args.repeat < 1 or args.warmup < 0 or args.threads < 1 or args.rounds < 1:
         raise KuiperError("--repeat, --rounds and --threads must be at least 1, --warmup at "
                           "least 0")

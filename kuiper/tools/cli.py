@@ -30,7 +30,7 @@ import numpy as np
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError
 from kuiper.table import print_table
-from kuiper.tools.inputs import shape_list
+from kuiper.tools.options import add_plugin_option, shape_list
 
 # Modules that contribute a subcommand through `add_parser(sub)` (imported when the parser is
 # built, so `kuiper --version` does not pay for them).
@@ -50,6 +50,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-shape", type=shape_list, metavar="SHAPE",
                    help="run at another input size, e.g. 4x3x160x160 (several inputs: "
                    "comma-separated)")
+    add_plugin_option(p)
 
 
 def load_model(args: argparse.Namespace, **options):
@@ -58,7 +59,7 @@ def load_model(args: argparse.Namespace, **options):
     if args.backend == "opencl" and args.device:
         options["device"] = args.device
     return kuiper.load(args.model, backend=args.backend, input_shapes=args.input_shape,
-                       **options)
+                       plugins=args.plugin, **options)
 
 
 # --- info ---------------------------------------------------------------------------------------
@@ -161,12 +162,14 @@ def add_ops_parser(sub) -> None:
     p = sub.add_parser("ops", help="which PNNX operator types each backend supports")
     p.add_argument("--backend", choices=BACKEND_CHOICES,
                    help="list only the types this backend runs natively")
+    add_plugin_option(p)
     p.set_defaults(func=cmd_ops)
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from kuiper import registry
+    from kuiper import plugins, registry
 
+    plugins.load_all(args.plugin)
     cpu = registry.supported("cpu")
     try:
         opencl = registry.supported("opencl")
@@ -176,14 +179,16 @@ def cmd_ops(args: argparse.Namespace) -> int:
     types = sorted(set(cpu) | set(opencl))
     if args.backend:
         types = [t for t in types if t in (cpu if args.backend == "cpu" else opencl)]
-    rows = [("PNNX type", "cpu", "opencl", "file (layers/<backend>/...)")]
+    rows = [("PNNX type", "cpu", "opencl", "file (layers/<backend>/...)", "from")]
     for t in types:
         cls = cpu.get(t) or opencl.get(t)
         on_cl = "yes" if t in opencl else ("cpu fallback" if t in cpu else "-")
         if t in FOLDED and t not in opencl:
             on_cl = "folded"  # constants: uploaded once at build, never run per inference
-        rows.append((t, "yes" if t in cpu else "-", on_cl, cls.__module__.rsplit(".", 1)[-1]
-                     + ".py"))
+        source = registry.origin(cls)
+        where = (cls.__module__.rsplit(".", 1)[-1] + ".py" if source == "kuiper"
+                 else sys.modules[cls.__module__].__file__)
+        rows.append((t, "yes" if t in cpu else "-", on_cl, where, source))
     print_table(rows)
     print(f"\n{len(types)} types: {sum(t in cpu for t in types)} on cpu, "
           f"{sum(t in opencl for t in types)} on opencl. On OpenCL, a type without its own "

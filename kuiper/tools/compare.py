@@ -17,6 +17,7 @@ import numpy as np
 
 import kuiper
 from kuiper.table import print_table
+from kuiper.tools.options import add_plugin_option, load_plugins
 from kuiper.tools.testing import RTOL, max_abs_diff, tolerance
 
 
@@ -152,10 +153,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="OpenCL device (as PYOPENCL_CTX, or part of its name)")
     p.add_argument("--rtol", type=float, default=RTOL,
                    help="tolerance factor (default %(default)g)")
+    add_plugin_option(p)
     p.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
+    load_plugins(args)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     against = [a.strip() for a in args.against.split(",") if a.strip()]
     unknown = [a for a in against if a != "torch"]

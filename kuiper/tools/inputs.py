@@ -8,7 +8,6 @@ pretrained classifiers expect); 1-channel models get the plain [0, 1] grey level
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,14 +39,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
 def parse_shapes(text: str) -> list[tuple[int, ...]]:
     """Several inputs: '1x3x224x224,1x10' -> [(1, 3, 224, 224), (1, 10)]."""
     return [parse_shape(part) for part in text.split(",") if part.strip()]
-
-
-def shape_list(text: str) -> list[tuple[int, ...]]:
-    """argparse type for --input-shape: '1x3x224x224', or several joined by ','."""
-    try:
-        return parse_shapes(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def random_inputs(ports: Sequence[Port], shapes: Sequence[Sequence[int]] | None = None,

@@ -7,15 +7,23 @@ weights, the same operators. It is Python code, so it is only ever run when the 
 
 pnnx bakes the absolute path of the .bin into the module; we point it at the .bin that actually
 sits beside the .param, so a model folder can be moved or copied.
+
+A module that pnnx kept whole (`moduleop`, run by a plugin) is only *called* in that file,
+`v_2 = mymods.Swish2(v_1)`, never built or imported. The plugin's layer says how to build it
+in PyTorch (`torch_module(op)`, kuiper/PLUGINS.md); each such call then runs the next operator
+of that type, in file order, through the module built for it.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import types
 from pathlib import Path
 
+from kuiper import plugins, registry
 from kuiper.errors import KuiperError
+from kuiper.graph import RuntimeGraph
 
 _ARCHIVE_PATH = re.compile(r"zipfile\.ZipFile\('([^']*)'")
 
@@ -47,10 +55,38 @@ def load_torch_reference(param_path: str | Path):
                                .read_text())
     module = types.ModuleType(source_path.stem)
     module.__file__ = str(source_path)
+    module.__dict__.update(kept_modules(param_path, bin_path))
     exec(compile(source, str(source_path), "exec"), module.__dict__)  # noqa: S102 - opt-in
     model = module.Model()
     model.float().eval()
     return model
+
+
+def kept_modules(param_path: str | Path, bin_path: Path) -> dict[str, object]:
+    """Names for pnnx's calls of kept modules: {"mymods": namespace with a callable Swish2}."""
+    graph = RuntimeGraph(param_path, bin_path)
+    graph.init()
+    built: dict[str, list] = {}
+    for op in graph.operators:
+        if not plugins.is_module_type(op.type):
+            continue
+        cls = registry.layer_for(op.type, "cpu")
+        make = getattr(cls, "torch_module", None)
+        if make is None:
+            raise KuiperError(f"operator '{op.name}' ({op.type}): pnnx's PyTorch rebuild calls "
+                              f"this kept module without defining it, and {registry.describe(cls)}"
+                              " has no torch_module(op) that builds it (kuiper/PLUGINS.md)")
+        built.setdefault(op.type, []).append(make(op).float().eval())
+    roots: dict[str, object] = {}
+    for op_type, modules in built.items():
+        *path, leaf = op_type.split(".")
+        node = roots.setdefault(path[0], types.SimpleNamespace())
+        for part in path[1:]:
+            node = node.__dict__.setdefault(part, types.SimpleNamespace())
+        # The model calls them in file order on every forward: cycle through them.
+        turn = itertools.cycle(modules)
+        setattr(node, leaf, lambda *args, _turn=turn: next(_turn)(*args))
+    return roots
 
 
 def run_torch_reference(model, inputs, threads: int | None = None) -> list:

@@ -163,7 +163,7 @@ def test_dynamic_dims_need_input_shapes(tmp_path):
 # --- unknown operators --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend_name", ["cpu", "opencl"])
-def test_unknown_operator_lists_known_types(tmp_path, backend_name):
+def test_unknown_operator_names_itself_and_the_closest_types(tmp_path, backend_name):
     if backend_name == "opencl":
         from tests.conftest import opencl_available
         if not opencl_available():
@@ -175,9 +175,26 @@ def test_unknown_operator_lists_known_types(tmp_path, backend_name):
     with pytest.raises(UnsupportedOperatorError) as info:
         kuiper.load(path, backend=backend_name)
     message = str(info.value)
+    assert message.startswith(f"{path}, line 4: operator 'relu': ")
     assert "'nn.ReLu'" in message
     assert "Did you mean" in message and "nn.ReLU" in message
-    assert "Known cpu types" in message and "F.relu" in message and "pnnx.Attribute" in message
+    assert "`kuiper ops` lists the" in message
+    assert len(message) < 400, message  # the closest types, not all 200+ of them
+    assert "moduleop" not in message  # a typo of a PyTorch type is no user module
+
+
+def test_an_unknown_user_module_type_says_a_plugin_is_needed(tmp_path):
+    path = write_model(tmp_path, [
+        "pnnx.Input pnnx_input_0 0 1 0 #0=(1,4)f32",
+        "mymods.Swish2 act 1 1 0 1",
+        "pnnx.Output pnnx_output_0 1 0 1"])
+    with pytest.raises(UnsupportedOperatorError) as info:
+        kuiper.load(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}, line 4: operator 'act': no cpu layer for operator type "
+                              "'mymods.Swish2'")
+    for part in ("moduleop", "plugins=", "--plugin", "kuiper.layers", "kuiper/PLUGINS.md"):
+        assert part in message, message
 
 
 # --- introspection -------------------------------------------------------------------------------
