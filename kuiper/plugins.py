@@ -36,7 +36,7 @@ from pathlib import Path
 from types import ModuleType
 
 from kuiper import registry
-from kuiper.errors import KuiperError, OperatorError, PluginError
+from kuiper.errors import KernelBuildError, KuiperError, OperatorError, PluginError
 
 ENTRY_POINT_GROUP = "kuiper.layers"
 DOCS = "kuiper/PLUGINS.md"
@@ -71,6 +71,12 @@ def load_plugin(spec: str | os.PathLike) -> ModuleType:
         return _loaded[key]
     with _registering_for(text):
         module = _import_path(Path(key), text) if looks_like_path else _import_name(text)
+    # Imported before (to export the model, say), its layers registered with no plugin to
+    # name: they are this plugin's.
+    for cls in registry.registered_classes():
+        if (cls.__module__.partition(".")[0] == module.__name__.partition(".")[0]
+                and not cls.__module__.startswith("kuiper.")):
+            registry._ORIGINS.setdefault(cls, text)
     _loaded[key] = module
     return module
 
@@ -180,8 +186,8 @@ def blame(op, layer, stage: str, error: BaseException) -> PluginError | None:
     """
     cls = layer if isinstance(layer, type) else type(layer)
     source = registry.origin(cls)
-    if source == "kuiper" or isinstance(error, PluginError):
-        return None
+    if source == "kuiper" or isinstance(error, (PluginError, KernelBuildError)):
+        return None  # (a build error names the plugin's own .cl file already)
     detail = (error.message if isinstance(error, OperatorError)
               else f"{type(error).__name__}: {error}")
     return PluginError(f"operator '{op.name}' ({op.type}), line {op.line}: {stage} of "

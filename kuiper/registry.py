@@ -70,6 +70,11 @@ def register(*op_types: str, backend: str = "cpu", override: bool = False
     return decorate
 
 
+def registered_classes() -> set[type]:
+    """Every class the registry holds, on any backend."""
+    return {cls for table in _REGISTRY.values() for cls in table.values()}
+
+
 def origin(cls: type) -> str:
     """Where a layer class comes from: "kuiper", or "plugin NAME" (its module or file)."""
     if cls in _ORIGINS:

@@ -105,12 +105,12 @@ def add_parser(sub) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    load_plugins(args)
+    params = load_plugins(args)
     if args.repeat < 1 or args.warmup < 0 or args.threads < 1 or args.rounds < 1:
         raise KuiperError("--repeat, --rounds and --threads must be at least 1, --warmup at "
                           "least 0")
     return benchmark(args.model, args.backends, args.against, args.repeat, args.warmup,
-                     args.threads, args.input_shape, args.device, args.top, args.rounds)
+                     args.threads, args.input_shape, args.device, args.top, args.rounds, params)
 
 
 # --- timing ---------------------------------------------------------------------------------
@@ -152,8 +152,8 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
     options = {"profiling": True} if backend == "opencl" else {}
     if backend == "opencl" and args["device"]:
         options["device"] = args["device"]
-    graph = kuiper.load(path, backend=backend,
-                        input_shapes=[x.shape for x in inputs], **options)
+    graph = kuiper.load(path, backend=backend, input_shapes=[x.shape for x in inputs],
+                        params=args["params"], **options)
     label = f"kuiper {backend}"
     if backend == "opencl":
         label += f" ({graph.executor.runtime.device.name.strip()})"
@@ -201,7 +201,7 @@ def bench_torch(path: str, inputs: list[np.ndarray], args: dict) -> Column:
     from kuiper.tools.reference import load_torch_reference, run_torch_reference
 
     torch.set_num_threads(args["threads"])
-    model = load_torch_reference(path)
+    model = load_torch_reference(path, args["params"])
     column = Column(f"torch {torch.__version__} ({threads_label(args['threads'])})")
     column.outputs = run_torch_reference(model, inputs)
     tensors = [torch.from_numpy(x) for x in inputs]
@@ -228,7 +228,7 @@ def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict,
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
     mode = "fp32, TF32 off" if tf32 is False else "defaults"
-    model = load_torch_reference(path).cuda()
+    model = load_torch_reference(path, args["params"]).cuda()
     tensors = [torch.from_numpy(x).cuda() for x in inputs]
     column = Column(f"torch {torch.__version__} cuda ({mode})")
     with torch.inference_mode():
@@ -256,7 +256,7 @@ def plain_onnx_path(param_path: str) -> Path:
     return p.with_name(stem + ".onnx")
 
 
-def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str) -> Path:
+def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str, params=None) -> Path:
     """No plain .onnx beside the model: export one from pnnx's PyTorch module (needs torch)."""
     import warnings
 
@@ -264,7 +264,7 @@ def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str) -> Path:
 
     from kuiper.tools.reference import load_torch_reference
 
-    model = load_torch_reference(param_path)
+    model = load_torch_reference(param_path, params)
     path = Path(folder) / "model.onnx"
     with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(None):
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notices
@@ -283,7 +283,7 @@ def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column
         source = model.name
         if not model.exists():
             try:
-                model = export_onnx(path, inputs, folder)
+                model = export_onnx(path, inputs, folder, args["params"])
             except ImportError:
                 raise KuiperError(f"no {model.name} beside the model, and exporting one from "
                                   "pnnx's PyTorch module needs torch (pip install "
@@ -343,12 +343,12 @@ def progress_bar():
 
 def benchmark(path: str, backends: list[str], against: list[str], repeat: int, warmup: int,
               threads: int, input_shapes=None, device: str | None = None, top: int = 15,
-              rounds: int = 5) -> int:
+              rounds: int = 5, params=None) -> int:
     import kuiper
     from kuiper.summary import human, operator_rows
     from kuiper.tools.inputs import random_inputs
 
-    probe = kuiper.load(path, input_shapes=input_shapes)  # shapes, FLOPs; fails early if bad
+    probe = kuiper.load(path, input_shapes=input_shapes, params=params)  # fails early if bad
     inputs = random_inputs(probe.inputs)
     flops = sum(r["flops"] for r in operator_rows(probe))
     print(f"model: {path}")
@@ -361,7 +361,8 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
     print(f"{warmup} warm-up run(s), then median and min of {repeat} timed run(s) per column, "
           f"interleaved in {min(rounds, repeat)} round(s)\n")
 
-    args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top}
+    args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top,
+            "params": params}
     jobs: list[tuple[str, Callable]] = []
     for b in backends:
         jobs.append((f"kuiper {b}", lambda b=b: bench_kuiper(path, b, inputs, args)))

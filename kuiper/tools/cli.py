@@ -30,7 +30,7 @@ import numpy as np
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError
 from kuiper.table import print_table
-from kuiper.tools.options import add_plugin_option, shape_list
+from kuiper.tools.options import add_plugin_option, load_plugins, shape_list
 
 # Modules that contribute a subcommand through `add_parser(sub)` (imported when the parser is
 # built, so `kuiper --version` does not pay for them).
@@ -58,8 +58,9 @@ def load_model(args: argparse.Namespace, **options):
 
     if args.backend == "opencl" and args.device:
         options["device"] = args.device
+    params = load_plugins(args)
     return kuiper.load(args.model, backend=args.backend, input_shapes=args.input_shape,
-                       plugins=args.plugin, **options)
+                       params=params, **options)
 
 
 # --- info ---------------------------------------------------------------------------------------
@@ -167,9 +168,9 @@ def add_ops_parser(sub) -> None:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from kuiper import plugins, registry
+    from kuiper import registry
 
-    plugins.load_all(args.plugin)
+    load_plugins(args)
     cpu = registry.supported("cpu")
     try:
         opencl = registry.supported("opencl")

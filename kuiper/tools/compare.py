@@ -31,10 +31,10 @@ class Trace:
     final: list = field(default_factory=list)
 
 
-def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str | None = None
-                  ) -> tuple[Trace, kuiper.RuntimeGraph]:
+def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str | None = None,
+                  params=None) -> tuple[Trace, kuiper.RuntimeGraph]:
     options = {"device": device} if backend == "opencl" and device else {}
-    graph = kuiper.load(path, backend=backend, **options)
+    graph = kuiper.load(path, backend=backend, params=params, **options)
     graph.forward(*inputs)  # warm-up: compiles kernels, so the recorded times are fair
     trace = Trace(backend)
 
@@ -46,12 +46,12 @@ def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str
     return trace, graph
 
 
-def trace_torch(path: str, inputs: list[np.ndarray]) -> Trace:
+def trace_torch(path: str, inputs: list[np.ndarray], params=None) -> Trace:
     import torch
 
     from kuiper.tools.reference import load_torch_reference, run_torch_reference
 
-    model = load_torch_reference(path)
+    model = load_torch_reference(path, params)
     trace = Trace("torch")
     for name, module in model.named_modules():
         if not name:
@@ -73,7 +73,7 @@ def relative(diff: float, ref) -> float:
 
 
 def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarray] | None,
-            device: str | None = None, rtol: float = RTOL) -> int:
+            device: str | None = None, rtol: float = RTOL, params=None) -> int:
     """Run, print the per-operator table, return the process exit code (1 on a mismatch).
 
     A difference over the tolerance is marked with `!`, and the first operator that has one
@@ -81,14 +81,14 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
     traces, graph = [], None
     for backend in backends:
         if graph is None:
-            probe = kuiper.load(path, backend="cpu")
+            probe = kuiper.load(path, backend="cpu", params=params)
             if x is None:
                 rng = np.random.default_rng(0)
                 x = [rng.standard_normal(p.shape).astype(p.dtype) if p.dtype.kind == "f"
                      else np.zeros(p.shape, p.dtype) for p in probe.inputs]
-        trace, graph = trace_backend(path, backend, x, device)
+        trace, graph = trace_backend(path, backend, x, device, params)
         traces.append(trace)
-    torch_trace = trace_torch(path, x) if "torch" in against else None
+    torch_trace = trace_torch(path, x, params) if "torch" in against else None
 
     ref = traces[0]
     others = traces[1:] + ([torch_trace] if torch_trace else [])
@@ -158,7 +158,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    load_plugins(args)
+    params = load_plugins(args)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     against = [a.strip() for a in args.against.split(",") if a.strip()]
     unknown = [a for a in against if a != "torch"]
@@ -166,4 +166,4 @@ def run_command(args: argparse.Namespace) -> int:
         raise kuiper.KuiperError(f"--against: unknown reference {', '.join(unknown)} "
                                  "(supported: torch)")
     x = [np.load(p) for p in args.input] if args.input else None
-    return compare(args.model, backends, against, x, args.device, args.rtol)
+    return compare(args.model, backends, against, x, args.device, args.rtol, params)

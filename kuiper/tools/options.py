@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kuiper import plugins
+from kuiper.parser.values import parse_value
 from kuiper.tools.inputs import parse_shapes
 
 
@@ -17,12 +18,33 @@ def shape_list(text: str) -> list[tuple[int, ...]]:
 
 
 def add_plugin_option(p: argparse.ArgumentParser) -> None:
-    """--plugin MODULE_OR_PATH (repeatable): what `kuiper.load(..., plugins=[...])` takes."""
+    """--plugin and --param: what `kuiper.load(..., plugins=[...], params={...})` takes."""
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_PATH",
                    help="load layers of your own from a module or a .py file (repeatable); "
                    "installed plugins load by themselves (kuiper/PLUGINS.md)")
+    p.add_argument("--param", action="append", default=[], metavar="TYPE:KEY=VALUE",
+                   type=type_param, help="a parameter the file does not carry, for every "
+                   "operator of TYPE, e.g. mymods.Swish2:beta=1.5 (repeatable)")
 
 
-def load_plugins(args: argparse.Namespace) -> None:
-    """Load the --plugin plugins (and the installed ones) before any model is loaded."""
+def type_param(text: str) -> tuple[str, str, object]:
+    """argparse type for --param: 'mymods.Swish2:beta=1.5' -> ('mymods.Swish2', 'beta', 1.5).
+
+    The value is read like a value in a .pnnx.param file (1.5, 3, (1,2), True, a word).
+    """
+    op_type, colon, assignment = text.rpartition(":")
+    key, equals, value = assignment.partition("=")
+    if not colon or not op_type or not equals or not key:
+        raise argparse.ArgumentTypeError(f"'{text}': expected TYPE:KEY=VALUE, e.g. "
+                                         "mymods.Swish2:beta=1.5")
+    return op_type, key, parse_value(value)
+
+
+def load_plugins(args: argparse.Namespace) -> dict[str, dict[str, object]]:
+    """Load the --plugin plugins (and the installed ones) before any model is loaded; return
+    the --param values as kuiper.load's `params`."""
     plugins.load_all(getattr(args, "plugin", ()))
+    params: dict[str, dict[str, object]] = {}
+    for op_type, key, value in getattr(args, "param", ()):
+        params.setdefault(op_type, {})[key] = value
+    return params

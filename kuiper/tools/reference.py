@@ -38,8 +38,10 @@ def torch_module_path(param_path: str | Path) -> Path:
     return param_path.with_name(f"{stem}_pnnx.py")
 
 
-def load_torch_reference(param_path: str | Path):
-    """The pnnx-generated `Model()` in eval mode. Raises KuiperError when unavailable."""
+def load_torch_reference(param_path: str | Path, params=None):
+    """The pnnx-generated `Model()` in eval mode. Raises KuiperError when unavailable.
+
+    `params` are kuiper.load's: what a kept module's plugin needs that the file lacks."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -55,16 +57,16 @@ def load_torch_reference(param_path: str | Path):
                                .read_text())
     module = types.ModuleType(source_path.stem)
     module.__file__ = str(source_path)
-    module.__dict__.update(kept_modules(param_path, bin_path))
+    module.__dict__.update(kept_modules(param_path, bin_path, params))
     exec(compile(source, str(source_path), "exec"), module.__dict__)  # noqa: S102 - opt-in
     model = module.Model()
     model.float().eval()
     return model
 
 
-def kept_modules(param_path: str | Path, bin_path: Path) -> dict[str, object]:
+def kept_modules(param_path: str | Path, bin_path: Path, params=None) -> dict[str, object]:
     """Names for pnnx's calls of kept modules: {"mymods": namespace with a callable Swish2}."""
-    graph = RuntimeGraph(param_path, bin_path)
+    graph = RuntimeGraph(param_path, bin_path, params=params)
     graph.init()
     built: dict[str, list] = {}
     for op in graph.operators:
