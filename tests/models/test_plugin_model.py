@@ -115,7 +115,8 @@ def installed(tmp_path_factory):
 
 
 def cli(installed_site, *args, cwd):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed_site), str(ROOT)])}
+    path = [str(installed_site), str(ROOT), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     return subprocess.run([sys.executable, "-m", "kuiper", *args], capture_output=True,
                           text=True, timeout=300, env=env, cwd=cwd)
 

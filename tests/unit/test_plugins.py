@@ -12,6 +12,7 @@ plugin bookkeeping, restored afterwards.
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 import textwrap
@@ -137,7 +138,8 @@ def test_a_plugin_by_entry_point(tmp_path):
             f"g = kuiper.load({str(model)!r}); "
             "print(g(np.ones((2, 3), np.float32)).sum(), "
             "registry.origin(registry.lookup('mytest.Double')))")
-    env = {**__import__("os").environ, "PYTHONPATH": str(site)}
+    path = [str(site), os.environ.get("PYTHONPATH", "")]  # keep the caller's (a checkout's)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=env, timeout=120)
     assert result.returncode == 0, result.stderr
