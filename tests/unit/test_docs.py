@@ -1,8 +1,8 @@
 """The documentation points only at things the repository has.
 
-README.md, kuiper/DESIGN.md and parser/PNNX_FORMAT.md name files and folders in `code spans`
-and link to each other; a file that moves must not leave them pointing at nothing. And no
-Markdown or Python file may point outside the repository (a clone has nothing beside it), or
+README.md, kuiper/DESIGN.md, parser/PNNX_FORMAT.md and kuiper/PLUGINS.md name files and
+folders in `code spans` and link to each other; a file that moves must not leave them pointing
+at nothing. And no Markdown or Python file may point outside the repository (a clone has nothing beside it), or
 name one of the two design documents without its folder.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ["README.md", "kuiper/DESIGN.md", "parser/PNNX_FORMAT.md"]
+DOCS = ["README.md", "kuiper/DESIGN.md", "parser/PNNX_FORMAT.md", "kuiper/PLUGINS.md"]
 FILE_ENDINGS = (".py", ".cl", ".md", ".toml")
 # Folders that are not part of the repository's own text (build outputs, caches, VCS).
 SKIP = {".git", "build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks",
