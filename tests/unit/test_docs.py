@@ -2,8 +2,8 @@
 
 README.md, kuiper/DESIGN.md, parser/PNNX_FORMAT.md and kuiper/PLUGINS.md name files and
 folders in `code spans` and link to each other; a file that moves must not leave them pointing
-at nothing. And no Markdown or Python file may point outside the repository (a clone has nothing beside it), or
-name one of the two design documents without its folder.
+at nothing. And no Markdown or Python file may point outside the repository (a clone has
+nothing beside it), or name one of the two design documents without its folder.
 """
 
 from __future__ import annotations
