@@ -23,6 +23,7 @@ import kuiper
 from kuiper.opencl import runtime
 from kuiper.opencl.runtime import INSTALL_HINT, install_hint
 from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
+from tests.unit.test_cli import assert_user_error
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,15 +50,6 @@ def run_python(args: list[str], code: str | None = None, pythonpath: Path | None
     cmd = [sys.executable] + (["-c", code] if code else ["-m", "kuiper"]) + args
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
-
-
-def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit status 1, a `kuiper: error:` message with the fragments, and no traceback."""
-    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
-    assert result.stderr.startswith("kuiper: error: "), result.stderr
-    assert "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, (fragment, result.stderr)
 
 
 def demo_accuracy(graph) -> float:
