@@ -9,7 +9,7 @@
 //
 // Padding is never materialised. The host uploads, per spatial axis, a small table `src_y` /
 // `src_x`: for every coordinate of the *padded* axis, the input coordinate it copies, or -1 for
-// a zero (layers/im2col.source_indices). That one lookup covers all four padding modes (zeros,
+// a zero (layers/common/conv_geometry.py). That one lookup covers all four padding modes (zeros,
 // reflect, replicate, circular) with the same kernel code. Output pixel oy with kernel row i
 // reads padded row oy*SH + i*DH, which is always inside the table.
 

@@ -8,22 +8,25 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 
 def _use_checkout_folders() -> None:
-    """Run from a source checkout that was never installed (PYTHONPATH=the checkout).
+    """Use the folders of the checkout this package sits in, when it sits in one.
 
     An install maps the checkout's top folders layers/, parser/ and clkernels/ to
-    kuiper.layers, kuiper.parser and kuiper.clkernels (pyproject.toml, package-dir). Without an
-    install nothing maps them, so look for them beside this folder, where a checkout has them.
+    kuiper.layers, kuiper.parser and kuiper.clkernels (pyproject.toml, package-dir). Run from a
+    checkout that is not installed (PYTHONPATH=the checkout), nothing maps them; run from one
+    checkout while another is installed editable, the install would map them to the other's.
+    So whenever this package is a checkout's kuiper/ folder, its sibling folders come first:
+    the package path is searched before any installed mapping. (The path then also holds the
+    checkout's other folders, tests/ and course_notes/; nothing imports them as kuiper.*.)
+    An installed wheel has no pyproject.toml beside it, and is left alone.
     """
-    if importlib.util.find_spec("kuiper.parser") is not None:
-        return  # installed (or editable): the mapping already works
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if (os.path.isfile(os.path.join(checkout, "pyproject.toml"))
-            and os.path.isfile(os.path.join(checkout, "parser", "__init__.py"))):
+            and os.path.isfile(os.path.join(checkout, "parser", "__init__.py"))
+            and os.path.isfile(os.path.join(checkout, "layers", "base.py"))):
         __path__.append(checkout)
 
 

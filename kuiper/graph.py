@@ -18,6 +18,7 @@ back to the host) lives in that executor, `graph.executor`.
 
 from __future__ import annotations
 
+import difflib
 import enum
 import inspect
 import os
@@ -81,7 +82,7 @@ class RuntimeGraph:
                  backend: str = "cpu", plugins: Sequence[str | os.PathLike] = (),
                  params: Mapping[str, Mapping[str, Any]] | None = None, **backend_options: Any):
         self.param_path = str(param_path)
-        self.bin_path = str(bin_path) if bin_path else _bin_beside(self.param_path)
+        self.bin_path = str(bin_path) if bin_path else bin_beside(self.param_path)
         if backend not in registry.BACKENDS:
             raise KuiperError(f"unknown backend '{backend}', expected one of "
                               f"{', '.join(registry.BACKENDS)}")
@@ -102,6 +103,7 @@ class RuntimeGraph:
     # --- init -----------------------------------------------------------------------------------
     def init(self) -> RuntimeGraph:
         model = read_param(self.param_path)
+        self._check_params_match(model)
         needs_weights = any(d.attributes for d in model.operators)
         archive = WeightArchive(self.bin_path) if needs_weights else None
         self._archive = archive
@@ -142,6 +144,17 @@ class RuntimeGraph:
         self.output_operands = [o for op in outputs for i in op.inputs for o in self._flatten(i)]
         self.state = GraphState.NEED_BUILD
         return self
+
+    def _check_params_match(self, model) -> None:
+        """params= for a type the model lacks is a typo, whose parameter would silently not
+        apply: refuse it, with the closest types of the model."""
+        types = {d.type for d in model.operators}
+        for op_type in self.params:
+            if op_type not in types:
+                close = difflib.get_close_matches(op_type, sorted(types), n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise KuiperError(f"params for '{op_type}': {self.param_path} has no operator "
+                                  f"of that type{hint}")
 
     def _operand(self, name: str, declared) -> RuntimeOperand:
         operand = self.operands.get(name)
@@ -334,7 +347,7 @@ def _checked_params(params) -> dict[str, dict[str, Any]]:
     return {t: dict(p) for t, p in params.items()}
 
 
-def _bin_beside(param_path: str) -> str:
+def bin_beside(param_path: str) -> str:
     if param_path.endswith(".param"):
         return param_path[: -len(".param")] + ".bin"
     return param_path + ".bin"

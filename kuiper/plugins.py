@@ -29,6 +29,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
+import threading
 import traceback
 import zlib
 from collections.abc import Iterable, Iterator
@@ -36,24 +37,40 @@ from pathlib import Path
 from types import ModuleType
 
 from kuiper import registry
-from kuiper.errors import KernelBuildError, KuiperError, OperatorError, PluginError
+from kuiper.errors import KernelBuildError, KuiperError, OperatorError, PluginError, ShapeError
 
 ENTRY_POINT_GROUP = "kuiper.layers"
-DOCS = "kuiper/PLUGINS.md"
+# The guide to writing a plugin, shipped with the package (errors point to it).
+DOCS = str(Path(__file__).with_name("PLUGINS.md"))
 # The namespaces of the types pnnx writes for PyTorch's own operators; any other dotted type
 # is most likely a user's module that pnnx kept whole (`moduleop`), which needs a plugin.
-PNNX_NAMESPACES = ("nn.", "F.", "torch.", "Tensor.", "pnnx.", "prim::", "aten::")
+PNNX_NAMESPACES = ("nn.", "F.", "torch.", "Tensor.", "pnnx.", "prim::", "aten::",
+                   "torchvision.")
 
-_loaded: dict[str, ModuleType] = {}  # what was asked for (a name or a resolved path) -> module
-_autoloaded = False
+_loaded: dict[str, ModuleType] = {}  # a plugin's name or resolved file -> its module
+_lock = threading.RLock()  # graphs built in several threads load each plugin once
+_entry_points_loaded = False
 
 
 @contextlib.contextmanager
 def _registering_for(label: str) -> Iterator[None]:
-    """Layers registered inside this block come from the plugin `label`."""
+    """Layers registered inside this block come from the plugin `label`.
+
+    If the plugin fails to import, whatever it registered before failing is taken back: a
+    half-imported plugin must not leave layers behind (nor make the next try clash with them).
+    """
+    tables = {backend: dict(table) for backend, table in registry._REGISTRY.items()}
+    origins = dict(registry._ORIGINS)
     registry._plugin.append(label)
     try:
         yield
+    except BaseException:
+        for backend, table in tables.items():
+            registry._REGISTRY[backend].clear()
+            registry._REGISTRY[backend].update(table)
+        registry._ORIGINS.clear()
+        registry._ORIGINS.update(origins)
+        raise
     finally:
         registry._plugin.pop()
 
@@ -61,35 +78,60 @@ def _registering_for(label: str) -> Iterator[None]:
 def load_plugin(spec: str | os.PathLike) -> ModuleType:
     """Import one plugin (a module name, or the path of a .py file or package folder), once.
 
-    Loading the same plugin again returns the module already loaded: its layers are registered
-    once, however many graphs ask for it. Any failure is a PluginError naming the plugin.
+    Loading the same plugin again, by the same or another spelling (a name, then the path of
+    its folder), returns the module already loaded: its layers are registered once, however
+    many graphs ask for it. Any failure is a PluginError naming the plugin.
     """
     text = os.fspath(spec)
     looks_like_path = text.endswith(".py") or os.sep in text or "/" in text
-    key = str(Path(text).resolve()) if looks_like_path else text
-    if key in _loaded:
-        return _loaded[key]
-    with _registering_for(text):
-        module = _import_path(Path(key), text) if looks_like_path else _import_name(text)
-    # Imported before (to export the model, say), its layers registered with no plugin to
-    # name: they are this plugin's.
+    with _lock:
+        if looks_like_path:
+            path = Path(text).resolve()
+            source = path / "__init__.py" if path.is_dir() else path
+            module = _loaded.get(str(source)) or _imported_from(source)
+            if module is None:
+                with _registering_for(text):
+                    module = _import_path(path, text)
+        else:
+            module = _loaded.get(text)
+            if module is None:
+                with _registering_for(text):
+                    module = _import_name(text)
+        _claim(module, text)
+        _loaded[text] = module
+        if getattr(module, "__file__", None):
+            _loaded[str(Path(module.__file__).resolve())] = module
+        return module
+
+
+def _imported_from(source: Path) -> ModuleType | None:
+    """The module already imported from `source` (under any name), if there is one."""
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve() == source:
+            return module
+    return None
+
+
+def _claim(module: ModuleType, label: str) -> None:
+    """Layers of `module`'s package registered before it was loaded as a plugin (it was
+    imported to export the model, say) had no plugin to name: they are this plugin's."""
+    package = module.__name__.partition(".")[0]
     for cls in registry.registered_classes():
-        if (cls.__module__.partition(".")[0] == module.__name__.partition(".")[0]
+        if (cls.__module__.partition(".")[0] == package
                 and not cls.__module__.startswith("kuiper.")):
-            registry._ORIGINS.setdefault(cls, text)
-    _loaded[key] = module
-    return module
+            registry._ORIGINS.setdefault(cls, label)
 
 
 def _import_name(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
-        if e.name and name.startswith(e.name):
+        if e.name == name or name.startswith(f"{e.name}."):
             raise PluginError(f"plugin '{name}': no module of that name can be imported (is the "
                               "package installed, or its folder on PYTHONPATH? a file needs its "
                               f"path, e.g. ./{name}.py). See {DOCS}.") from None
-        raise _import_failed(name, e) from e
+        raise _import_failed(name, e) from e  # the plugin itself imports something missing
     except KuiperError:
         raise
     except Exception as e:  # noqa: BLE001 - whatever the plugin's own code raises
@@ -99,7 +141,13 @@ def _import_name(name: str) -> ModuleType:
 def _import_path(path: Path, label: str) -> ModuleType:
     init = path / "__init__.py"
     if path.is_dir() and init.is_file():
-        spec = importlib.util.spec_from_file_location(path.name, init,
+        # A package keeps its own name: its modules import each other by it.
+        name = path.name
+        if name in sys.modules:
+            raise PluginError(f"plugin '{label}': a different module named '{name}' is already "
+                              f"imported ({getattr(sys.modules[name], '__file__', 'built in')}):"
+                              " rename the plugin's folder")
+        spec = importlib.util.spec_from_file_location(name, init,
                                                       submodule_search_locations=[str(path)])
     elif path.is_file() and path.suffix == ".py":
         # A module name of its own, so two plugins both called layers.py do not clash
@@ -112,11 +160,10 @@ def _import_path(path: Path, label: str) -> ModuleType:
     sys.modules[spec.name] = module  # so that the plugin's classes can be pickled, inspected
     try:
         spec.loader.exec_module(module)
-    except KuiperError:
+    except BaseException as e:
         del sys.modules[spec.name]
-        raise
-    except Exception as e:  # noqa: BLE001 - whatever the plugin's own code raises
-        del sys.modules[spec.name]
+        if isinstance(e, KuiperError) or not isinstance(e, Exception):
+            raise
         raise _import_failed(label, e) from e
     return module
 
@@ -134,22 +181,32 @@ def entry_points() -> list[importlib.metadata.EntryPoint]:
 
 
 def load_entry_points() -> None:
-    """Import every installed plugin once (unless KUIPER_DISABLE_PLUGIN_AUTOLOAD is set)."""
-    global _autoloaded
-    if _autoloaded or os.environ.get("KUIPER_DISABLE_PLUGIN_AUTOLOAD"):
+    """Import every installed plugin once (unless KUIPER_DISABLE_PLUGIN_AUTOLOAD is set).
+
+    A plugin that fails to import fails every load, with the way out in the message: a broken
+    install must not quietly turn into "no layer for this type" later.
+    """
+    global _entry_points_loaded
+    if _entry_points_loaded or os.environ.get("KUIPER_DISABLE_PLUGIN_AUTOLOAD"):
         return
-    _autoloaded = True
-    for entry in entry_points():
-        label = f"{entry.name} = {entry.value} (entry point)"
-        if entry.value in _loaded:
-            continue
-        with _registering_for(label):
-            try:
-                _loaded[entry.value] = entry.load()
-            except KuiperError:
-                raise
-            except Exception as e:  # noqa: BLE001 - whatever the plugin's own code raises
-                raise _import_failed(label, e) from e
+    with _lock:
+        for entry in entry_points():  # reads every installed package's metadata: once
+            if entry.value in _loaded:
+                continue
+            label = f"{entry.name} = {entry.value} (entry point)"
+            with _registering_for(label):
+                try:
+                    module = entry.load()
+                except KuiperError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - whatever the plugin's own code raises
+                    error = _import_failed(label, e)
+                    raise PluginError(f"{error} (uninstall it, or set "
+                                      "KUIPER_DISABLE_PLUGIN_AUTOLOAD=1 to skip installed "
+                                      "plugins)") from e
+            _claim(module, label)
+            _loaded[entry.value] = module
+        _entry_points_loaded = True  # not after a failure: the next load tries (and says) again
 
 
 def load_all(specs: Iterable[str | os.PathLike] = ()) -> None:
@@ -178,20 +235,24 @@ def missing_type_hint(op_type: str) -> str:
             f"to write one: {DOCS}.")
 
 
-def blame(op, layer, stage: str, error: BaseException) -> PluginError | None:
+def blame(op, layer, stage: str, error: BaseException) -> KuiperError | None:
     """A PluginError naming the plugin if `layer` (a class or an instance) comes from one.
 
     None for Kuiper's own layers: their KuiperErrors already say what is wrong. A plugin's
-    layer may raise anything, and its message should say whose code it was.
+    layer may raise anything, and its message should say whose code it was. (A ShapeError
+    stays one, with the plugin named in it: the graph adds its advice for resized inputs.)
     """
     cls = layer if isinstance(layer, type) else type(layer)
     source = registry.origin(cls)
     if source == "kuiper" or isinstance(error, (PluginError, KernelBuildError)):
         return None  # (a build error names the plugin's own .cl file already)
+    where = f"{stage} of {cls.__module__}.{cls.__qualname__}, from {source}"
+    if isinstance(error, ShapeError):  # kept a ShapeError: the graph adds its resize advice
+        return ShapeError(op.name, op.type, f"{error.message} ({where})")
     detail = (error.message if isinstance(error, OperatorError)
               else f"{type(error).__name__}: {error}")
-    return PluginError(f"operator '{op.name}' ({op.type}), line {op.line}: {stage} of "
-                       f"{cls.__module__}.{cls.__qualname__}, from {source}, failed: {detail}")
+    return PluginError(f"operator '{op.name}' ({op.type}), line {op.line}: {where}, failed: "
+                       f"{detail}")
 
 
 def call(op, layer, stage: str, method, *args, **kwargs):

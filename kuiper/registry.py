@@ -51,8 +51,9 @@ def register(*op_types: str, backend: str = "cpu", override: bool = False
 
     def decorate(cls: T) -> T:
         types = op_types or cpu_base(cls).op_types
-        if _plugin and not cls.__module__.startswith("kuiper."):
-            _ORIGINS[cls] = _plugin[-1]
+        if not cls.__module__.startswith("kuiper."):
+            if _plugin:
+                _ORIGINS[cls] = _plugin[-1]
             load_layers(backend)  # Kuiper's own first, so that a clash is seen now, not later
         for op_type in types:
             previous = _REGISTRY[backend].get(op_type)
@@ -96,7 +97,8 @@ def cpu_base(cls: type) -> type:
     registered CPU layer from a class that merely inherits from one.
     """
     for base in cls.__mro__[1:]:
-        if vars(base).get("backend") == "cpu":
+        # (Layer itself says backend = "cpu" too, but registers no types)
+        if vars(base).get("backend") == "cpu" and vars(base).get("op_types"):
             return base
     raise ValueError(f"{cls.__module__}.{cls.__name__} subclasses no registered CPU layer to "
                      "take its PNNX types from: subclass one, or name the types in register()")
@@ -106,10 +108,14 @@ def load_layers(backend: str) -> None:
     """Import every module of `layers/<backend>` once (their decorators fill the registry)."""
     if backend in _LOADED:
         return
-    _LOADED.add(backend)
-    package = importlib.import_module(f"kuiper.layers.{backend}")
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
+    _LOADED.add(backend)  # first: the modules' own register() calls must not come back here
+    try:
+        package = importlib.import_module(f"kuiper.layers.{backend}")
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{module.name}")
+    except BaseException:
+        _LOADED.discard(backend)  # half a backend must not pass for all of it
+        raise
 
 
 def lookup(op_type: str, backend: str = "cpu") -> type:

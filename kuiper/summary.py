@@ -7,6 +7,7 @@ Every function here takes a built RuntimeGraph and only reads it (its `order`, `
 from __future__ import annotations
 
 from kuiper import topo
+from kuiper.plugins import call
 from kuiper.table import format_table
 
 
@@ -28,7 +29,8 @@ def operator_rows(graph) -> list[dict]:
         params = sum(int(a.size) for a in op.attributes.values())
         rows.append({"name": op.name, "type": op.type,
                      "output": ", ".join(str(s) for s in outs),
-                     "params": params, "flops": op.layer.flops(ins, outs)})
+                     "params": params,
+                     "flops": call(op, op.layer, "flops", op.layer.flops, ins, outs)})
     return rows
 
 
@@ -54,8 +56,10 @@ def concurrency(graph) -> list[str]:
     kuiper/topo.py), so the operators of one level never wait for each other: an out-of-order
     OpenCL queue may overlap them, and a threaded CPU executor could.
     """
-    levels = [[op for op in level if op.layer is not None]
-              for level in topo.level_schedule(graph.operators)]
+    def runs(op) -> bool:  # folded constants (weights, shape arithmetic) never run
+        return op.layer is not None and not all(graph.specs[o.name].known for o in op.outputs)
+
+    levels = [[op for op in level if runs(op)] for level in topo.level_schedule(graph.operators)]
     levels = [level for level in levels if level]
     wide = [(k, level) for k, level in enumerate(levels) if len(level) > 1]
     if not wide:

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kuiper.errors import KernelBuildError
 from kuiper.layers.base import Layer
 from kuiper.tensor_spec import TensorSpec
 
@@ -76,12 +77,24 @@ class OpenCLLayer(Layer):
             program = self.runtime.program_from_source(self.kernel_code, options, label)
             return self.runtime.kernel_of(program, name, label)
         if stem is None and self.kernel_path is not None:
-            path = Path(self.kernel_path)
-            if not path.is_absolute():
-                path = Path(sys.modules[type(self).__module__].__file__).parent / path
+            path = self._kernel_path()
             program = self.runtime.program_from_path(path, options)
             return self.runtime.kernel_of(program, name, str(path))
+        if stem is None and not self.kernel_file and not type(self).__module__.startswith(
+                "kuiper."):
+            raise KernelBuildError(f"{type(self).__module__}.{type(self).__qualname__}", [],
+                                   "an OpenCL layer outside Kuiper needs kernel_path (its .cl "
+                                   "file) or kernel_code (the source): Kuiper's own clkernels/ "
+                                   "has no kernel of its name (kuiper/PLUGINS.md)")
         return self.runtime.kernel(stem or self.stem, name, options)
+
+    def _kernel_path(self) -> Path:
+        """kernel_path, relative to the file of the class that set it (not of a subclass)."""
+        path = Path(self.kernel_path)
+        if path.is_absolute():
+            return path
+        owner = next(c for c in type(self).__mro__ if "kernel_path" in vars(c))
+        return Path(sys.modules[owner.__module__].__file__).parent / path
 
     def upload(self, host):
         """A weight or constant to the device; call from bind(), never from enqueue()."""

@@ -27,8 +27,8 @@ def parse_value(text: str) -> object:
 def parse_dtype_suffix(text: str) -> tuple[list[int | None], str]:
     """Split a shape token: "(1,3,?,224)f32" -> ([1, 3, None, 224], "f32").
 
-    `?` is a dynamic dim (None). The suffix must be one of parser.values.DTYPES ("f32", "i64",
-    "bool", ...). Raise ValueError when the text does not start with "(", has no ")", has an
+    `?` is a dynamic dim (None). The suffix must be one of kuiper.parser.values.DTYPES ("f32",
+    "i64", "bool", ...). Raise ValueError when the text does not start with "(", has no ")", has an
     unknown dtype suffix or a dim that is neither an integer nor "?".
     """
     raise NotImplementedError("lesson 3: write parse_dtype_suffix")

@@ -107,7 +107,9 @@ class OpenCLExecutor:
             try:
                 done = runner.enqueue(queue, wait_for)
             except Exception as e:  # a plugin's layer (or the CPU one a HostFallback runs)
-                reraise(op, getattr(runner, "layer", runner), "enqueue", e)
+                if isinstance(runner, HostFallback):
+                    reraise(op, runner.layer, "forward", e)
+                reraise(op, runner, "enqueue", e)
             for operand in op.outputs:
                 events[operand.name] = done
             if observer is not None:  # debugging/compare path: synchronise per operator

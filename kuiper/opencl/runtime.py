@@ -193,7 +193,7 @@ class OpenCLRuntime:
             except OSError as e:
                 raise KernelBuildError(str(path), list(options),
                                        f"cannot read the kernel file: {e.strerror}") from None
-            return self.build_source(source, ["-I", str(path.parent), *options], str(path))
+            return self.build_source(source, list(options), str(path), include=[path.parent])
 
         return self._cached(("path", str(path), tuple(options)), build)
 
@@ -208,11 +208,14 @@ class OpenCLRuntime:
             program = self._programs[key] = build()
         return program
 
-    def build_source(self, source: str, options: list[str], label: str):
+    def build_source(self, source: str, options: list[str], label: str,
+                     include: Sequence[Path] = ()):
         """Build `source` now, uncached (`program` and `program_from_source` cache); a compile
-        error raises KernelBuildError with `label` and the compiler's log."""
+        error raises KernelBuildError with `label` and the compiler's log. The `include`
+        folders are searched before Kuiper's clkernels/ (a plugin's own gemm.h wins)."""
         cl = self.cl
-        all_options = list(BASE_OPTIONS) + options
+        all_options = [o for folder in include for o in ("-I", str(folder))]
+        all_options += list(BASE_OPTIONS) + options
         try:
             return cl.Program(self.context, source).build(options=all_options)
         except cl.Error as e:

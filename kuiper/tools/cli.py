@@ -182,19 +182,26 @@ def cmd_ops(args: argparse.Namespace) -> int:
         types = [t for t in types if t in (cpu if args.backend == "cpu" else opencl)]
     rows = [("PNNX type", "cpu", "opencl", "file (layers/<backend>/...)", "from")]
     for t in types:
-        cls = cpu.get(t) or opencl.get(t)
+        classes = [c for c in (cpu.get(t), opencl.get(t)) if c is not None]
         on_cl = "yes" if t in opencl else ("cpu fallback" if t in cpu else "-")
         if t in FOLDED and t not in opencl:
             on_cl = "folded"  # constants: uploaded once at build, never run per inference
-        source = registry.origin(cls)
-        where = (cls.__module__.rsplit(".", 1)[-1] + ".py" if source == "kuiper"
-                 else sys.modules[cls.__module__].__file__)
-        rows.append((t, "yes" if t in cpu else "-", on_cl, where, source))
+        # where each backend's layer comes from (a plugin may replace one backend's only)
+        files = dict.fromkeys(layer_source_file(c) for c in classes)
+        sources = dict.fromkeys(registry.origin(c) for c in classes)
+        rows.append((t, "yes" if t in cpu else "-", on_cl, ", ".join(files), ", ".join(sources)))
     print_table(rows)
     print(f"\n{len(types)} types: {sum(t in cpu for t in types)} on cpu, "
           f"{sum(t in opencl for t in types)} on opencl. On OpenCL, a type without its own "
           "layer runs on the CPU between a download and an upload.")
     return 0
+
+
+def layer_source_file(cls: type) -> str:
+    """conv2d.py for Kuiper's own layers (the stem names the operator), the full path else."""
+    if cls.__module__.startswith("kuiper.layers."):
+        return cls.__module__.rsplit(".", 1)[-1] + ".py"
+    return getattr(sys.modules.get(cls.__module__), "__file__", None) or cls.__module__
 
 
 # --- devices ------------------------------------------------------------------------------------

@@ -32,8 +32,8 @@ def type_param(text: str) -> tuple[str, str, object]:
 
     The value is read like a value in a .pnnx.param file (1.5, 3, (1,2), True, a word).
     """
-    op_type, colon, assignment = text.rpartition(":")
-    key, equals, value = assignment.partition("=")
+    head, equals, value = text.partition("=")  # the value may hold ':' too
+    op_type, colon, key = head.rpartition(":")  # the type may too (prim::...)
     if not colon or not op_type or not equals or not key:
         raise argparse.ArgumentTypeError(f"'{text}': expected TYPE:KEY=VALUE, e.g. "
                                          "mymods.Swish2:beta=1.5")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kuiper import plugins, registry
 from kuiper.errors import KuiperError
-from kuiper.graph import RuntimeGraph
+from kuiper.graph import RuntimeGraph, bin_beside
 
 _ARCHIVE_PATH = re.compile(r"zipfile\.ZipFile\('([^']*)'")
 
@@ -51,8 +51,7 @@ def load_torch_reference(param_path: str | Path, params=None):
     if not source_path.exists():
         raise KuiperError(f"{source_path} not found: pnnx writes it beside the .pnnx.param "
                           "(keep it to compare against PyTorch)")
-    bin_path = Path(str(param_path)[: -len(".param")] + ".bin") if str(param_path).endswith(
-        ".param") else Path(str(param_path) + ".bin")
+    bin_path = Path(bin_beside(str(param_path)))
     source = _ARCHIVE_PATH.sub(lambda m: f"zipfile.ZipFile({str(bin_path)!r}", source_path
                                .read_text())
     module = types.ModuleType(source_path.stem)
@@ -78,7 +77,8 @@ def kept_modules(param_path: str | Path, bin_path: Path, params=None) -> dict[st
             raise KuiperError(f"operator '{op.name}' ({op.type}): pnnx's PyTorch rebuild calls "
                               f"this kept module without defining it, and {registry.describe(cls)}"
                               " has no torch_module(op) that builds it (kuiper/PLUGINS.md)")
-        built.setdefault(op.type, []).append(make(op).float().eval())
+        module = plugins.call(op, cls, "torch_module", make, op)
+        built.setdefault(op.type, []).append(module.float().eval())
     roots: dict[str, object] = {}
     for op_type, modules in built.items():
         *path, leaf = op_type.split(".")

@@ -8,8 +8,9 @@ input pixel *scatters* a kh x kw patch of weights into the output, s pixels apar
 That is the convolution's im2col run backwards:
 1. GEMM: `cols (N, G, Cout/G*kh*kw, H*W) = W^T (G, Cout/G*kh*kw, Cin/G) @ x (N, G, Cin/G, H*W)`,
    one column of patch values per input pixel;
-2. col2im: add every column into the output at its kernel offsets (layers/im2col.col2im_add),
-   on a canvas big enough for all patches; the output is the canvas cropped by `padding`.
+2. col2im: add every column into the output at its kernel offsets (col2im_add in
+   layers/cpu_helpers/im2col.py), on a canvas big enough for all patches; the output is the
+   canvas cropped by `padding`.
 
 `output_padding` only makes the output longer on the far side (to pick one of the several input
 sizes a strided convolution maps to the same output size); the extra rows receive patches where

@@ -3,7 +3,7 @@
 For x of shape (N, C, *spatial) with C divisible by G, a row is one group of C/G channels of
 one sample (contiguous in memory), normalised by its mean and variance; then each channel gets
 its own `weight` and `bias`. G = 1 normalises the whole sample; G = C is InstanceNorm with a
-per-channel affine. Shared row machinery: norm_util.RowNorm.
+per-channel affine. Shared row machinery: RowNorm (layers/common/norm.py).
 """
 
 from __future__ import annotations

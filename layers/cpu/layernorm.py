@@ -3,7 +3,8 @@
 For x of shape (..., *normalized_shape) every trailing block of prod(normalized_shape) values is
 one row: subtract its mean, divide by sqrt(variance + eps), then (elementwise_affine) multiply by
 `weight` and add `bias`, both of shape normalized_shape. Transformers apply it to (N, T, E) with
-normalized_shape = (E,). The row machinery is shared with GroupNorm/InstanceNorm (norm_util).
+normalized_shape = (E,). The row machinery is shared with GroupNorm/InstanceNorm
+(layers/common/norm.py).
 """
 
 from __future__ import annotations

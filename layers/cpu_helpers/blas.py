@@ -120,7 +120,7 @@ def _blas_layout(a: np.ndarray, what: str) -> int:
 def gemm_into(a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
     """c = a @ b, or c += a @ b with `accumulate`; a (M, K), b (K, N), c (M, N) float32 views."""
     if _sgemm is None:
-        raise RuntimeError("no direct BLAS: check layers.blas.available() first")
+        raise RuntimeError("no direct BLAS: check blas.available() first")
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2 or c.shape != (m, n):
         raise ValueError(f"shapes {a.shape} @ {b.shape} -> {c.shape} do not match")

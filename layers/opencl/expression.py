@@ -45,11 +45,12 @@ class Expression(OpenCLLayer, expression.Expression):
         except CodegenError as e:
             raise self.op.error(f"expr={self.expr}: {e}; run this model on the cpu "
                                 "backend") from None
-        program = self.runtime.program_from_source(code.source, [], f"pnnx.Expression {self.expr}")
+        label = f"pnnx.Expression {self.expr}"
+        program = self.runtime.program_from_source(code.source, [], label)
         self.source = code.source  # kept for reading and debugging: print(layer.source)
         if code.n == 0:
             return
-        kernel = self.runtime.cl.Kernel(program, KERNEL_NAME)
+        kernel = self.runtime.kernel_of(program, KERNEL_NAME, label)
         kernel.set_args(*[inputs[k].data for k in code.inputs], outputs[0].data)
         self.launches = [Launch(kernel, (round_up(code.n, 64),))]
 

@@ -1,4 +1,4 @@
-"""GroupNorm on OpenCL: one work-group per group (norm_util.RowNormOpenCL, groupnorm.cl)."""
+"""GroupNorm on OpenCL: one work-group per group (RowNormOpenCL, groupnorm.cl)."""
 
 from __future__ import annotations
 

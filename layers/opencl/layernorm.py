@@ -1,4 +1,4 @@
-"""LayerNorm on OpenCL: one work-group per row (norm_util.RowNormOpenCL, clkernels/layernorm.cl)."""
+"""LayerNorm on OpenCL: one work-group per row (RowNormOpenCL, layernorm.cl)."""
 
 from __future__ import annotations
 

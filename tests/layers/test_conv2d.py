@@ -84,7 +84,7 @@ def test_conv2d_all_parameter_combinations(backend, rng, index):
 
 needs_taps = pytest.mark.skipif(
     not tap_gemm.available(),
-    reason="the tap lowering needs NumPy's BLAS through layers.blas, not found here")
+    reason="the tap lowering needs NumPy's BLAS through cpu_helpers.blas, not found here")
 
 
 @needs_taps

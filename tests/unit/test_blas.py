@@ -1,4 +1,5 @@
-"""layers.blas: the direct sgemm call (C = A @ B or C += A @ B) on strided NumPy views."""
+"""kuiper.layers.cpu_helpers.blas: the direct sgemm call (C = A @ B or C += A @ B) on strided
+NumPy views."""
 
 import os
 import subprocess

@@ -19,6 +19,7 @@ promises of the layout:
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -184,6 +185,26 @@ def test_the_checker_sees_the_imports():
     assert ROOT / "parser" / "values.py" in graph[ROOT / "kuiper" / "graph.py"]
 
 
+def this_checkout() -> dict[str, str]:
+    """The environment for a child Python that imports this checkout's Kuiper, whatever copy
+    of it may be installed."""
+    path = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
+def test_a_checkout_uses_its_own_folders():
+    """kuiper/ of a checkout finds layers/, parser/ and clkernels/ beside it, even when another
+    checkout is installed editable (the install's mapping would point there)."""
+    import kuiper
+    import kuiper.clkernels
+    import kuiper.layers
+    import kuiper.parser
+
+    home = Path(kuiper.__file__).resolve().parents[1]
+    for package in (kuiper.layers, kuiper.parser, kuiper.clkernels):
+        assert Path(package.__file__).resolve().parents[1] == home, package.__file__
+
+
 def test_kuiper_imports_beside_a_users_own_layers_and_parser(tmp_path):
     """A user's script in a folder with its own layers.py and parser/ still gets Kuiper's."""
     (tmp_path / "layers.py").write_text("raise ImportError('the user layers.py was imported')\n")
@@ -200,8 +221,8 @@ def test_kuiper_imports_beside_a_users_own_layers_and_parser(tmp_path):
         x = np.zeros(graph.inputs[0].shape, np.float32)
         print("ok", graph(x).shape, len(kuiper.registry.supported("cpu")))
     """))
-    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=this_checkout(),
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok"), result.stdout
 

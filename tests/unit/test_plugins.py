@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,6 +69,7 @@ __kernel void double_it(__global const float *x, __global float *y, const float 
 }
 """
 
+ROOT = Path(__file__).resolve().parents[2]
 X = np.array([[1, -2, 3], [0.5, 0, -1]], np.float32)
 
 
@@ -79,7 +81,7 @@ def own_registry(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", copy.deepcopy(registry._REGISTRY))
     monkeypatch.setattr(registry, "_ORIGINS", dict(registry._ORIGINS))
     monkeypatch.setattr(plugins, "_loaded", dict(plugins._loaded))
-    monkeypatch.setattr(plugins, "_autoloaded", True)  # installed plugins are tested apart
+    monkeypatch.setattr(plugins, "_entry_points_loaded", True)  # tested apart, in subprocesses
     yield
     for name in [m for m in sys.modules if m.startswith(("kuiper_plugin_", "mytest_"))]:
         del sys.modules[name]
@@ -138,7 +140,7 @@ def test_a_plugin_by_entry_point(tmp_path):
             f"g = kuiper.load({str(model)!r}); "
             "print(g(np.ones((2, 3), np.float32)).sum(), "
             "registry.origin(registry.lookup('mytest.Double')))")
-    path = [str(site), os.environ.get("PYTHONPATH", "")]  # keep the caller's (a checkout's)
+    path = [str(site), str(ROOT), os.environ.get("PYTHONPATH", "")]  # this checkout's Kuiper
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=env, timeout=120)
@@ -166,6 +168,45 @@ def test_a_plugin_that_fails_to_import_is_named(tmp_path):
     with pytest.raises(kuiper.PluginError, match=rf"plugin '{plugin}' failed to import: "
                        rf"RuntimeError: oops \({plugin}, line 2\)"):
         kuiper.load(write_model(tmp_path), plugins=[plugin])
+
+
+def test_a_plugin_by_name_then_by_its_folder_is_the_same_plugin(tmp_path, monkeypatch):
+    package = tmp_path / "site" / "mytest_pkg"
+    write_plugin(package, name="__init__.py")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    model = write_model(tmp_path)
+    kuiper.load(model, plugins=["mytest_pkg"])
+    graph = kuiper.load(model, plugins=[package])  # no second registration, no clash
+    np.testing.assert_array_equal(graph(X), 2 * X)
+
+
+def test_a_plugin_folder_may_not_shadow_an_imported_module(tmp_path):
+    folder = tmp_path / "json"
+    write_plugin(folder, name="__init__.py")
+    with pytest.raises(kuiper.PluginError, match="a different module named 'json' is already "
+                       "imported"):
+        kuiper.load(write_model(tmp_path), plugins=[folder])
+    import json
+
+    assert json.dumps([1]) == "[1]"  # the real one is still there
+
+
+def test_a_plugin_that_failed_leaves_nothing_registered(tmp_path):
+    source = DOUBLE + "\nraise RuntimeError('after registering')\n"
+    plugin = write_plugin(tmp_path / "plug", source=source)
+    for _ in range(2):  # the second try says the same, not "registered twice"
+        with pytest.raises(kuiper.PluginError, match="RuntimeError: after registering"):
+            kuiper.load(write_model(tmp_path), plugins=[plugin])
+        assert registry.find("mytest.Double", "cpu") is None
+
+
+def test_a_plugin_whose_own_import_is_missing_says_so(tmp_path, monkeypatch):
+    # mytest_needs imports mytest (missing): the plugin exists, its dependency does not
+    write_plugin(tmp_path / "site", source="import mytest\n", name="mytest_needs.py")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    with pytest.raises(kuiper.PluginError, match=r"plugin 'mytest_needs' failed to import: "
+                       r"ModuleNotFoundError: No module named 'mytest'"):
+        kuiper.load(write_model(tmp_path), plugins=["mytest_needs"])
 
 
 # --- clashes ----------------------------------------------------------------------------------
@@ -208,6 +249,13 @@ def test_params_fill_in_what_the_file_does_not_carry(tmp_path):
                                                                   " #0=(2,3)f32 #1"))
     graph = kuiper.load(model, plugins=[plugin], params={"mytest.Double": {"factor": 3.0}})
     np.testing.assert_array_equal(graph(X), 5 * X)
+
+
+def test_params_for_a_type_the_model_lacks_are_a_typo(tmp_path):
+    plugin = write_plugin(tmp_path / "plug")
+    with pytest.raises(kuiper.KuiperError, match=r"params for 'mytest.Dubble': .* has no "
+                       r"operator of that type; did you mean mytest\.Double\?"):
+        kuiper.load(write_model(tmp_path), plugins=[plugin], params={"mytest.Dubble": {}})
 
 
 @pytest.mark.parametrize("params", [{"mytest.Double": 3}, ["factor"], {1: {}}])
@@ -272,6 +320,22 @@ def test_a_missing_kernel_name_names_the_file(tmp_path):
 
 
 @needs_opencl
+def test_a_plugin_kernel_needs_a_path_or_source(tmp_path):
+    source = DOUBLE + TWIN.replace('    kernel_path = "double.cl"\n', "")
+    plugin = write_plugin(tmp_path / "plug", source=source)
+    with pytest.raises(kuiper.KernelBuildError, match="needs kernel_path .* or kernel_code"):
+        kuiper.load(write_model(tmp_path), backend="opencl", plugins=[plugin])
+
+
+@needs_opencl
+def test_a_plugin_kernel_from_source_text(tmp_path):
+    source = DOUBLE + TWIN.replace('kernel_path = "double.cl"', f"kernel_code = {KERNEL!r}")
+    plugin = write_plugin(tmp_path / "plug", source=source)
+    graph = kuiper.load(write_model(tmp_path), backend="opencl", plugins=[plugin])
+    np.testing.assert_array_equal(graph(X), 2 * X)
+
+
+@needs_opencl
 def test_a_cpu_only_plugin_runs_in_an_opencl_graph_as_a_fallback(tmp_path):
     plugin = write_plugin(tmp_path / "plug")
     graph = kuiper.load(write_model(tmp_path), backend="opencl", plugins=[plugin])
@@ -281,14 +345,37 @@ def test_a_cpu_only_plugin_runs_in_an_opencl_graph_as_a_fallback(tmp_path):
 
 
 # --- the command line -------------------------------------------------------------------------
+@pytest.mark.parametrize("text, expected", [
+    ("mymods.Swish2:beta=1.5", ("mymods.Swish2", "beta", 1.5)),
+    ("prim::Foo:mode=a:b", ("prim::Foo", "mode", "a:b")),
+    ("x.Y:shape=(1,2)", ("x.Y", "shape", [1, 2])),
+])
+def test_param_option_reads_type_key_and_value(text, expected):
+    from kuiper.tools.options import type_param
+
+    assert type_param(text) == expected
+
+
+@pytest.mark.parametrize("text", ["beta=1.5", "mymods.Swish2:beta", ":beta=1", "x.Y:=1"])
+def test_param_option_refuses_what_it_cannot_read(text):
+    import argparse
+
+    from kuiper.tools.options import type_param
+
+    with pytest.raises(argparse.ArgumentTypeError, match="expected TYPE:KEY=VALUE"):
+        type_param(text)
+
+
 def test_kuiper_ops_and_run_take_plugins(tmp_path):
     plugin = write_plugin(tmp_path / "plug")
     model = write_model(tmp_path)
     np.save(tmp_path / "x.npy", X)
 
     def cli(*args):
+        path = [str(ROOT), os.environ.get("PYTHONPATH", "")]  # this checkout's Kuiper
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         return subprocess.run([sys.executable, "-m", "kuiper", *args], capture_output=True,
-                              text=True, timeout=120, cwd=tmp_path)
+                              text=True, timeout=120, cwd=tmp_path, env=env)
 
     ops = cli("ops", "--plugin", str(plugin))
     assert ops.returncode == 0, ops.stderr
