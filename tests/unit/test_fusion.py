@@ -107,3 +107,74 @@ def test_an_observer_sees_every_operator_on_its_own(model):
     np.testing.assert_array_equal(seen["relu_a"], np.maximum(seen["conv_a"], 0))
     np.testing.assert_array_equal(graph.forward(x, v)[0], kuiper.load(
         model[0], fuse=False).forward(x, v)[0])
+
+
+# --- every producer that takes a fused activation x every fusable activation -------------------
+# (a ConvTranspose2d followed by a ReLU once crashed the CPU backend: the producer claimed it
+# could take an activation and did not; these tests pair every such producer with every one)
+PRODUCERS = {
+    "nn.Conv1d": ((2, 4, 11), "bias=True dilation=(1) groups=1 in_channels=4 kernel_size=(3) "
+                  "out_channels=5 padding=(1) padding_mode=zeros stride=(1) "
+                  "@weight=(5,4,3)f32 @bias=(5)f32",
+                  {"weight": (5, 4, 3), "bias": (5,)},
+                  lambda x, w: F.conv1d(x, w["weight"], w["bias"], padding=1)),
+    "nn.Conv2d": ((2, 4, 9, 7), CONV.format(cin=4, cout=5),
+                  {"weight": (5, 4, 3, 3), "bias": (5,)},
+                  lambda x, w: F.conv2d(x, w["weight"], w["bias"], padding=1)),
+    "nn.ConvTranspose2d": ((2, 4, 5, 6), "bias=True dilation=(1,1) groups=1 in_channels=4 "
+                           "kernel_size=(3,3) out_channels=5 output_padding=(1,0) "
+                           "padding=(1,1) padding_mode=zeros stride=(2,2) "
+                           "@weight=(4,5,3,3)f32 @bias=(5)f32",
+                           {"weight": (4, 5, 3, 3), "bias": (5,)},
+                           lambda x, w: F.conv_transpose2d(x, w["weight"], w["bias"], stride=2,
+                                                           padding=1, output_padding=(1, 0))),
+    "nn.Linear": ((3, 6), "bias=True in_features=6 out_features=4 @weight=(4,6)f32 "
+                  "@bias=(4)f32", {"weight": (4, 6), "bias": (4,)},
+                  lambda x, w: F.linear(x, w["weight"], w["bias"])),
+    "pnnx.Expression": ((2, 3, 5), "expr=sub(mul(@0,3),1)", {}, lambda x, w: x * 3 - 1),
+}
+ACTIVATIONS = {"nn.ReLU": F.relu, "F.relu": F.relu, "nn.ReLU6": F.relu6, "F.relu6": F.relu6}
+
+
+def test_every_layer_that_accepts_an_activation_takes_one():
+    """`accepts_activation` is a promise that forward(inputs, activate=f) works: a subclass
+    that overrides forward must keep the argument."""
+    import inspect
+
+    from kuiper import registry
+
+    for op_type, cls in registry.supported("cpu").items():
+        if cls.accepts_activation:
+            assert "activate" in inspect.signature(cls.forward).parameters, (op_type, cls)
+
+
+def test_the_pairs_cover_every_fusable_type():
+    from kuiper import registry
+
+    producers = {cls for t, cls in registry.supported("cpu").items() if cls.accepts_activation}
+    assert producers == {registry.lookup(t) for t in PRODUCERS}
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("producer", PRODUCERS)
+def test_every_producer_fuses_every_activation(tmp_path, backend, producer, activation):
+    shape, params, weight_shapes, reference = PRODUCERS[producer]
+    rng = np.random.default_rng(3)
+    weights = {f"p.{k}": (3 * rng.standard_normal(s)).astype(np.float32)
+               for k, s in weight_shapes.items()}
+    dims = ",".join(map(str, shape))
+    path = write_model(tmp_path, [
+        f"pnnx.Input in_x 0 1 x #x=({dims})f32",
+        f"{producer} p 1 1 x y {params}",
+        f"{activation} act 1 1 y z",
+        "pnnx.Output out 1 0 z"], weights if weights else None)
+    graph = kuiper.load(path, backend=backend)
+    if backend == "cpu":
+        assert list(graph.executor.fusions) == ["p"], graph.executor.fusions
+    x = (3 * rng.standard_normal(shape)).astype(np.float32)
+    t = {k.split(".", 1)[1]: torch.from_numpy(v) for k, v in weights.items()}
+    want = ACTIVATIONS[activation](reference(torch.from_numpy(x), t)).numpy()
+    got = graph(x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert (got == 0).any()  # the inputs reach the clipped ranges: the test means something
+    assert (got == 6).any() if activation.endswith("6") else got.max() > 6
