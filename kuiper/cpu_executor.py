@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from kuiper.ir import Observer
-from kuiper.plugins import call
+from kuiper.plugins import reraise
 
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -86,14 +86,15 @@ class CPUExecutor:
         for op in self.steps:
             args = [values[o.name] for o in op.inputs]
             start = time.perf_counter()
-            layer = op.layer
-            if op.name in fusions:
-                outs = call(op, layer, "forward", layer.forward, args,
-                            activate=fusions[op.name][0])
-            elif observer is None and op.name in self.fused_away:
-                outs = args  # done by its producer: the output is the producer's
-            else:
-                outs = call(op, layer, "forward", layer.forward, args)
+            try:
+                if op.name in fusions:
+                    outs = op.layer.forward(args, activate=fusions[op.name][0])
+                elif observer is None and op.name in self.fused_away:
+                    outs = args  # done by its producer: the output is the producer's
+                else:
+                    outs = op.layer.forward(args)
+            except Exception as e:  # a plugin's layer: the error names the plugin
+                reraise(op, op.layer, "forward", e)
             if observer is not None:
                 observer(op, list(outs), time.perf_counter() - start)
             for operand, value in zip(op.outputs, outs):

@@ -119,7 +119,7 @@ def _claim(module: ModuleType, label: str) -> None:
     package = module.__name__.partition(".")[0]
     for cls in registry.registered_classes():
         if (cls.__module__.partition(".")[0] == package
-                and not cls.__module__.startswith("kuiper.")):
+                and not registry.is_kuipers(cls)):
             registry._ORIGINS.setdefault(cls, label)
 
 

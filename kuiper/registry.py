@@ -51,7 +51,7 @@ def register(*op_types: str, backend: str = "cpu", override: bool = False
 
     def decorate(cls: T) -> T:
         types = op_types or cpu_base(cls).op_types
-        if not cls.__module__.startswith("kuiper."):
+        if not is_kuipers(cls):
             if _plugin:
                 _ORIGINS[cls] = _plugin[-1]
             load_layers(backend)  # Kuiper's own first, so that a clash is seen now, not later
@@ -76,11 +76,16 @@ def registered_classes() -> set[type]:
     return {cls for table in _REGISTRY.values() for cls in table.values()}
 
 
+def is_kuipers(cls: type) -> bool:
+    """Whether `cls` is one of Kuiper's own classes (not a plugin's, a script's or a test's)."""
+    return cls.__module__.startswith("kuiper.")
+
+
 def origin(cls: type) -> str:
     """Where a layer class comes from: "kuiper", or "plugin NAME" (its module or file)."""
     if cls in _ORIGINS:
         return f"plugin {_ORIGINS[cls]}"
-    if cls.__module__.startswith("kuiper."):
+    if is_kuipers(cls):
         return "kuiper"
     return f"module {cls.__module__}"  # registered outside a plugin load (a script, a test)
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from kuiper.errors import KernelBuildError
 from kuiper.layers.base import Layer
+from kuiper.registry import is_kuipers
 from kuiper.tensor_spec import TensorSpec
 
 
@@ -80,8 +81,7 @@ class OpenCLLayer(Layer):
             path = self._kernel_path()
             program = self.runtime.program_from_path(path, options)
             return self.runtime.kernel_of(program, name, str(path))
-        if stem is None and not self.kernel_file and not type(self).__module__.startswith(
-                "kuiper."):
+        if stem is None and not self.kernel_file and not is_kuipers(type(self)):
             raise KernelBuildError(f"{type(self).__module__}.{type(self).__qualname__}", [],
                                    "an OpenCL layer outside Kuiper needs kernel_path (its .cl "
                                    "file) or kernel_code (the source): Kuiper's own clkernels/ "

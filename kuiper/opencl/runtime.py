@@ -158,15 +158,8 @@ class OpenCLRuntime:
 
     def program(self, stem: str, options: Sequence[str] = ()):
         """The built program of `clkernels/<stem>.cl` (once per stem and options)."""
-        def build():
-            path = KERNEL_DIR / f"{stem}.cl"
-            try:
-                source = path.read_text()
-            except FileNotFoundError:
-                raise KernelBuildError(str(path), list(options), "kernel file not found") from None
-            return self.build_source(source, list(options), str(path))
-
-        return self._cached(("file", stem, tuple(options)), build)
+        return self._file_program(("file", stem, tuple(options)), KERNEL_DIR / f"{stem}.cl",
+                                  options, include=())
 
     def program_from_source(self, source: str, options: Sequence[str] = (),
                             label: str = "generated source"):
@@ -186,22 +179,27 @@ class OpenCLRuntime:
         Kuiper's, which are always there). Errors name the file: its author must find it.
         """
         path = Path(path).resolve()
+        return self._file_program(("path", str(path), tuple(options)), path, options,
+                                  include=[path.parent])
 
+    def _file_program(self, key, path: Path, options: Sequence[str], include: Sequence[Path]):
+        """Read the kernel file at `path` and build it, once per `key` (see `_cached`)."""
         def build():
             try:
                 source = path.read_text()
             except OSError as e:
-                raise KernelBuildError(str(path), list(options),
-                                       f"cannot read the kernel file: {e.strerror}") from None
-            return self.build_source(source, list(options), str(path), include=[path.parent])
+                why = ("kernel file not found" if isinstance(e, FileNotFoundError)
+                       else f"cannot read the kernel file: {e.strerror}")
+                raise KernelBuildError(str(path), list(options), why) from None
+            return self.build_source(source, list(options), str(path), include)
 
-        return self._cached(("path", str(path), tuple(options)), build)
+        return self._cached(key, build)
 
     def _cached(self, key: tuple[str, str, tuple[str, ...]], build):
         """The program stored under `key`, built by `build()` the first time.
 
-        One cache for kernel files and generated sources: the first item of the key says which
-        one the second item is (a file stem or a whole source text).
+        One cache for every program: the first item of the key says what the second is, a
+        clkernels/ stem ("file"), a plugin's file path ("path") or a whole source text ("source").
         """
         program = self._programs.get(key)
         if program is None:

@@ -21,9 +21,9 @@ def runtime(monkeypatch):
     rt.builds = []
     real_build = rt.build_source
 
-    def counting_build(source, options, label):
+    def counting_build(source, options, label, include=()):
         rt.builds.append(label)
-        return real_build(source, options, label)
+        return real_build(source, options, label, include)
 
     monkeypatch.setattr(rt, "build_source", counting_build)
     return rt
