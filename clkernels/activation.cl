@@ -13,6 +13,11 @@
 
 // Helpers the expressions share. Written so that exp() never sees a large positive argument.
 
+// NaN stays NaN, as in PyTorch: OpenCL's fmin/fmax (and clamp, built on them) return the other
+// operand when one is NaN, so `clamp(NaN, 0, 6)` is 0. Piecewise activations built on them
+// wrap their formula in this.
+inline float keep_nan(const float x, const float y) { return isnan(x) ? x : y; }
+
 // 1 / (1 + e^-x): for x << 0, e^-x overflows to inf and the quotient is a correct 0.
 inline float sigmoid(const float x) { return 1.0f / (1.0f + exp(-x)); }
 
@@ -30,6 +35,8 @@ inline float log_sigmoid(const float x) { return fmin(x, 0.0f) - log1p(exp(-fabs
 // GELU, x * Phi(x): exact with erf, or (use_tanh != 0) the tanh fit of the Gaussian CDF.
 inline float gelu(const float x, const float use_tanh)
 {
+    if (isinf(x)) // x * Phi(x) is inf * 0 at -inf: NaN in PyTorch (both forms), and inf at +inf
+        return x > 0.0f ? x : NAN;
     if (use_tanh != 0.0f)
         return 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
     return 0.5f * x * (1.0f + erf(x * M_SQRT1_2_F));

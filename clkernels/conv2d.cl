@@ -1,76 +1,97 @@
-// Convolution on OpenCL (conv1d.cl includes this file: a 1-D conv is a 2-D one with H = 1).
+// Convolution on OpenCL, 1-D, 2-D and 3-D (conv1d.cl and conv3d.cl include this file). Every
+// call is a 3-D one: the host describes a 2-D input (N, C, H, W) as (N, C, 1, H, W) with a
+// kernel of depth 1, and a 1-D one as (N, C, 1, 1, L); a unit axis costs nothing but a table
+// lookup per output row.
 //
 // General case, two launches:
-//   im2col: cols[n][c][i][j][oy*OW + ox] = xpad[n][c][oy*SH + i*DH][ox*SW + j*DW]
-//   gemm  : y[n][g] (Cout/G x P) = W[g] (Cout/G x Cin/G*KH*KW) @ cols[n][g]   (gemm.h)
-// A 1x1 kernel with stride 1 and no padding skips im2col (x already is the column matrix).
+//   im2col: cols[n][c][a][i][j][(oz*OH + oy)*OW + ox]
+//               = xpad[n][c][oz*SD + a*DD][oy*SH + i*DH][ox*SW + j*DW]
+//   gemm  : y[n][g] (Cout/G x P) = W[g] (Cout/G x Cin/G*KD*KH*KW) @ cols[n][g]   (gemm.h)
+// A 1x1(x1) kernel with stride 1 and no padding skips im2col (x already is the column matrix).
 // One input channel per group (depthwise): the `depthwise` kernel below, one work-item per
-// output row, because a GEMM with K = KH*KW has nothing to tile.
+// output row, because a GEMM with K = KD*KH*KW has nothing to tile.
 //
-// Padding is never materialised. The host uploads, per spatial axis, a small table `src_y` /
-// `src_x`: for every coordinate of the *padded* axis, the input coordinate it copies, or -1 for
-// a zero (layers/common/conv_geometry.py). That one lookup covers all four padding modes (zeros,
-// reflect, replicate, circular) with the same kernel code. Output pixel oy with kernel row i
-// reads padded row oy*SH + i*DH, which is always inside the table.
+// Padding is never materialised. The host uploads, per spatial axis, a small table `src_z` /
+// `src_y` / `src_x`: for every coordinate of the *padded* axis, the input coordinate it copies,
+// or -1 for a zero (layers/common/conv_geometry.py). That one lookup covers all four padding
+// modes (zeros, reflect, replicate, circular) with the same kernel code. Output row oy with
+// kernel row i reads padded row oy*SH + i*DH, which is always inside the table.
 
 #include "gemm.h"
 
-// One work-item per row of the column matrix *per output row*: global size (OH, N*C*KH*KW).
-// It writes OW consecutive values, which keeps the index arithmetic (divisions included) out
-// of the inner loop: 7x faster under PoCL than one work-item per value.
+// One work-item per row of the column matrix *per output row*: global size
+// (OD*OH, N*C*KD*KH*KW). It writes OW consecutive values, which keeps the index arithmetic
+// (divisions included) out of the inner loop: 7x faster under PoCL than one work-item per value.
 __kernel void im2col(__global const float *x, __global float *cols,
-                     __global const int *src_y, __global const int *src_x,
-                     const int H, const int W, const int KH, const int KW,
-                     const int OH, const int OW, const int SH, const int SW,
-                     const int DH, const int DW, const int NC)
+                     __global const int *src_z, __global const int *src_y,
+                     __global const int *src_x,
+                     const int D, const int H, const int W,
+                     const int KD, const int KH, const int KW,
+                     const int OD, const int OH, const int OW,
+                     const int SD, const int SH, const int SW,
+                     const int DD, const int DH, const int DW, const int NC)
 {
-    const int oy = get_global_id(0);
-    const int t = get_global_id(1);            // (n*C + c) * KH*KW + i*KW + j
-    if (oy >= OH || t >= NC * KH * KW)
+    const int ozy = get_global_id(0);          // oz*OH + oy
+    const int t = get_global_id(1);            // (n*C + c) * KD*KH*KW + (a*KH + i)*KW + j
+    const int taps = KD * KH * KW;
+    if (ozy >= OD * OH || t >= NC * taps)
         return;
-    const int r = t % (KH * KW), nc = t / (KH * KW);
-    const int i = r / KW, j = r % KW;
+    const int oz = ozy / OH, oy = ozy % OH;
+    const int r = t % taps, nc = t / taps;
+    const int a = r / (KH * KW), i = (r / KW) % KH, j = r % KW;
+    const int iz = src_z[oz * SD + a * DD];
     const int iy = src_y[oy * SH + i * DH];
-    __global float *out = cols + (t * OH + oy) * OW;
-    __global const float *row = x + (nc * H + max(iy, 0)) * W;
+    __global float *out = cols + (t * OD * OH + ozy) * OW;
+    __global const float *row = x + ((nc * D + max(iz, 0)) * H + max(iy, 0)) * W;
+    const bool inside = iz >= 0 && iy >= 0;
     for (int ox = 0; ox < OW; ++ox) {
         const int ix = src_x[ox * SW + j * DW];
-        out[ox] = (iy >= 0 && ix >= 0) ? row[ix] : 0.0f;
+        out[ox] = (inside && ix >= 0) ? row[ix] : 0.0f;
     }
 }
 
 // Depthwise (and channel-multiplier) convolution: output channel co reads input channel
-// co / MULT only. One work-item per output row: global size (OH, N*COUT); weight
-// (COUT, 1, KH, KW).
+// co / MULT only. One work-item per output row: global size (OD*OH, N*COUT); weight
+// (COUT, 1, KD, KH, KW).
 __kernel void depthwise(__global const float *x, __global const float *w,
                         __global const float *bias, const int has_bias, __global float *y,
-                        __global const int *src_y, __global const int *src_x,
-                        const int C, const int H, const int W, const int COUT, const int MULT,
-                        const int KH, const int KW, const int OH, const int OW,
-                        const int SH, const int SW, const int DH, const int DW, const int NCOUT)
+                        __global const int *src_z, __global const int *src_y,
+                        __global const int *src_x,
+                        const int C, const int D, const int H, const int W,
+                        const int COUT, const int MULT,
+                        const int KD, const int KH, const int KW,
+                        const int OD, const int OH, const int OW,
+                        const int SD, const int SH, const int SW,
+                        const int DD, const int DH, const int DW, const int NCOUT)
 {
-    const int oy = get_global_id(0);
+    const int ozy = get_global_id(0);
     const int nco = get_global_id(1);
-    if (oy >= OH || nco >= NCOUT)
+    if (ozy >= OD * OH || nco >= NCOUT)
         return;
+    const int oz = ozy / OH, oy = ozy % OH;
     const int co = nco % COUT, n = nco / COUT;
-    __global const float *plane = x + (n * C + co / MULT) * H * W;
-    __global const float *wk = w + co * KH * KW;
-    __global float *out = y + (nco * OH + oy) * OW;
+    __global const float *volume = x + (n * C + co / MULT) * (D * H * W);
+    __global const float *wk = w + co * KD * KH * KW;
+    __global float *out = y + (nco * OD * OH + ozy) * OW;
     const float b = has_bias ? bias[co] : 0.0f;
     for (int ox = 0; ox < OW; ++ox)
         out[ox] = b;
-    for (int i = 0; i < KH; ++i) {
-        const int iy = src_y[oy * SH + i * DH];
-        if (iy < 0)
+    for (int a = 0; a < KD; ++a) {
+        const int iz = src_z[oz * SD + a * DD];
+        if (iz < 0)
             continue;
-        __global const float *row = plane + iy * W;
-        for (int j = 0; j < KW; ++j) {
-            const float wv = wk[i * KW + j];
-            for (int ox = 0; ox < OW; ++ox) {
-                const int ix = src_x[ox * SW + j * DW];
-                if (ix >= 0)
-                    out[ox] += wv * row[ix];
+        for (int i = 0; i < KH; ++i) {
+            const int iy = src_y[oy * SH + i * DH];
+            if (iy < 0)
+                continue;
+            __global const float *row = volume + (iz * H + iy) * W;
+            for (int j = 0; j < KW; ++j) {
+                const float wv = wk[(a * KH + i) * KW + j];
+                for (int ox = 0; ox < OW; ++ox) {
+                    const int ix = src_x[ox * SW + j * DW];
+                    if (ix >= 0)
+                        out[ox] += wv * row[ix];
+                }
             }
         }
     }

@@ -1,43 +1,55 @@
-// Transposed convolution on OpenCL, two launches (see layers/cpu/conv_transpose2d.py):
-//   gemm  : cols[n][g] (Cout/G*KH*KW x H*W) = W[g]^T @ x[n][g] (Cin/G x H*W); the weight is
-//           stored (Cin, Cout/G, KH, KW), i.e. K x M per group, hence TRANS_A;
-//   col2im: every output pixel *gathers* the patch values that land on it. Gathering (rather
+// Transposed convolution on OpenCL, 1-D, 2-D and 3-D (conv_transpose1d.cl and
+// conv_transpose3d.cl include this file; the host describes every input as a volume
+// (N, C, D, H, W), a 2-D one with D = 1). Two launches (see layers/cpu/conv_transpose2d.py):
+//   gemm  : cols[n][g] (Cout/G*KD*KH*KW x D*H*W) = W[g]^T @ x[n][g] (Cin/G x D*H*W); the weight
+//           is stored (Cin, Cout/G, KD, KH, KW), i.e. K x M per group, hence TRANS_A;
+//   col2im: every output value *gathers* the patch values that land on it. Gathering (rather
 //           than each input pixel scattering its patch) means one writer per output value:
 //           no atomics and no races.
 
 #define TRANS_A 1
 #include "gemm.h"
 
-// One work-item per output row: global size (OH, N*COUT). Input pixel (iy, ix) with kernel
-// offset (i, j) lands on output (iy*SH + i*DH - PH, ix*SW + j*DW - PW); here we solve that for
-// iy and ix: only offsets where the division by the stride is exact contribute.
+// One work-item per output row: global size (OD*OH, N*COUT). Input voxel (iz, iy, ix) with
+// kernel offset (a, i, j) lands on output (iz*SD + a*DD - PD, iy*SH + i*DH - PH, ...); here we
+// solve that for the input coordinates: only offsets where the division by the stride is exact
+// contribute.
 __kernel void col2im(__global const float *cols, __global const float *bias, const int has_bias,
-                     __global float *y, const int COUT, const int H, const int W,
-                     const int KH, const int KW, const int OH, const int OW,
-                     const int SH, const int SW, const int PH, const int PW,
-                     const int DH, const int DW, const int NCOUT)
+                     __global float *y, const int COUT, const int D, const int H, const int W,
+                     const int KD, const int KH, const int KW,
+                     const int OD, const int OH, const int OW,
+                     const int SD, const int SH, const int SW,
+                     const int PD, const int PH, const int PW,
+                     const int DD, const int DH, const int DW, const int NCOUT)
 {
-    const int oy = get_global_id(0);
+    const int ozy = get_global_id(0);          // oz*OH + oy
     const int nco = get_global_id(1);
-    if (oy >= OH || nco >= NCOUT)
+    if (ozy >= OD * OH || nco >= NCOUT)
         return;
-    __global float *out = y + (nco * OH + oy) * OW;
+    const int oz = ozy / OH, oy = ozy % OH;
+    __global float *out = y + (nco * OD * OH + ozy) * OW;
     const float b = has_bias ? bias[nco % COUT] : 0.0f;
     for (int ox = 0; ox < OW; ++ox)
         out[ox] = b;
-    for (int i = 0; i < KH; ++i) {
-        const int ty = oy + PH - i * DH;
-        if (ty < 0 || ty % SH)
+    for (int a = 0; a < KD; ++a) {
+        const int tz = oz + PD - a * DD;
+        if (tz < 0 || tz % SD || tz / SD >= D)
             continue;
-        const int iy = ty / SH;
-        if (iy >= H)
-            continue;
-        for (int j = 0; j < KW; ++j) {
-            __global const float *plane = cols + ((nco * KH + i) * KW + j) * (H * W) + iy * W;
-            for (int ox = 0; ox < OW; ++ox) {
-                const int tx = ox + PW - j * DW;
-                if (tx >= 0 && tx % SW == 0 && tx / SW < W)
-                    out[ox] += plane[tx / SW];
+        const int iz = tz / SD;
+        for (int i = 0; i < KH; ++i) {
+            const int ty = oy + PH - i * DH;
+            if (ty < 0 || ty % SH || ty / SH >= H)
+                continue;
+            const int iy = ty / SH;
+            for (int j = 0; j < KW; ++j) {
+                // the column of kernel tap (a, i, j), at input row (iz, iy)
+                __global const float *row =
+                    cols + (((nco * KD + a) * KH + i) * KW + j) * (D * H * W) + (iz * H + iy) * W;
+                for (int ox = 0; ox < OW; ++ox) {
+                    const int tx = ox + PW - j * DW;
+                    if (tx >= 0 && tx % SW == 0 && tx / SW < W)
+                        out[ox] += row[tx / SW];
+                }
             }
         }
     }

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kuiper.errors import (
+    ConversionError,
     ExpressionError,
     GraphError,
     InputError,
@@ -47,6 +48,7 @@ from kuiper.errors import (
     OperatorError,
     PluginError,
     RegistrationError,
+    ResourceError,
     ShapeError,
     UnsupportedOperatorError,
 )
@@ -56,6 +58,8 @@ from kuiper.graph import GraphState, Port, RuntimeGraph
 # as Kuiper's own layers.
 from kuiper.layers.base import ElementwiseLayer, Layer
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
+from kuiper.limits import Limits
+from kuiper.log import KuiperWarning  # and the "kuiper" logger (kuiper/log.py)
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 
@@ -66,7 +70,8 @@ __all__ = [
     "Layer", "ElementwiseLayer", "OpenCLLayer", "Launch", "round_up",
     "KuiperError", "ModelFormatError", "OperatorError", "UnsupportedOperatorError", "ShapeError",
     "GraphError", "ExpressionError", "OpenCLUnavailableError", "KernelBuildError", "InputError",
-    "RegistrationError", "PluginError",
+    "RegistrationError", "PluginError", "ResourceError", "Limits", "ConversionError",
+    "KuiperWarning",
 ]
 
 
@@ -74,18 +79,33 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
          backend: str = "cpu", input_shapes: Sequence[Sequence[int]] | None = None,
          plugins: Sequence[str | os.PathLike] = (),
          params: Mapping[str, Mapping[str, Any]] | None = None,
-         **backend_options: Any) -> RuntimeGraph:
+         limits: Limits | None = None, **backend_options: Any) -> RuntimeGraph:
     """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
 
     `input_shapes` overrides the shapes the model was exported with (needed when the export has
     dynamic dims). `plugins` are modules or files with layers of your own, `params` parameters
-    per type that the file lacks (kuiper/PLUGINS.md). OpenCL options: `device="0:1"` (as
-    PYOPENCL_CTX), `out_of_order=True`, `profiling=True`. CPU option: `fuse=False` runs every
-    ReLU as its own step instead of fusing it into the convolution, linear or expression before
-    it (kuiper/cpu_executor.py).
+    per type that the file lacks (kuiper/PLUGINS.md). `limits` caps the memory a model may
+    ask for (kuiper/limits.py: one tensor, and all activations). OpenCL options:
+    `device="0:1"` (as PYOPENCL_CTX), `out_of_order=True`, `profiling=True`. CPU option:
+    `fuse=False` runs every ReLU as its own step instead of fusing it into the convolution,
+    linear or expression before it (kuiper/cpu_executor.py); `threads=2` limits NumPy's BLAS
+    to 2 threads while this graph runs.
+
+    `with kuiper.load(...) as g:` (or `g.close()`) releases the weights' mapping and the
+    device buffers. Inputs and outputs by name: kuiper/named_io.py.
+
+    An ONNX file or a TorchScript `.pt` is converted with pnnx first, at `input_shapes`, and
+    the result cached (kuiper/convert.py).
     """
+    from kuiper import convert
+
+    if convert.is_convertible(param_path):
+        if bin_path is not None:
+            raise KuiperError(f"{param_path}: bin_path belongs to a .pnnx.param; an ONNX or "
+                              "TorchScript file is converted whole (leave bin_path out)")
+        param_path = convert.to_pnnx(param_path, input_shapes)
     graph = RuntimeGraph(param_path, bin_path, backend=backend, plugins=plugins, params=params,
-                         **backend_options)
+                         limits=limits, **backend_options)
     graph.init()
     graph.build(input_shapes)
     return graph

@@ -14,8 +14,18 @@ from kuiper.parser.errors import ExpressionError, KuiperError, ModelFormatError
 __all__ = [
     "KuiperError", "ModelFormatError", "ExpressionError", "OperatorError",
     "UnsupportedOperatorError", "RegistrationError", "PluginError", "ShapeError", "GraphError",
-    "OpenCLUnavailableError", "KernelBuildError", "InputError",
+    "OpenCLUnavailableError", "KernelBuildError", "InputError", "ResourceError",
+    "ConversionError", "MALFORMED",
 ]
+
+# What a layer raises when a damaged file or an input it does not handle gives it operands it
+# cannot use (an operator with no inputs, a list where a number belongs, a complex tensor into a
+# float kernel). Layers check what pnnx writes; a hostile file can break any assumption, so the
+# graph and the executors turn these into an OperatorError naming the operator and its line. The
+# original stays attached as __cause__: the fuzzer (kuiper/tools/fuzz) reports such "netted"
+# errors separately, as places where a layer could say something more precise.
+MALFORMED = (IndexError, KeyError, TypeError, ValueError, AttributeError, ArithmeticError,
+             RecursionError)
 
 
 class OperatorError(KuiperError):
@@ -62,3 +72,12 @@ class KernelBuildError(KuiperError):
 
 class InputError(KuiperError):
     """Inputs given to a graph do not match its declared inputs (count, rank, dtype)."""
+
+
+class ResourceError(KuiperError):
+    """A model or input would need more memory than the budget allows (kuiper/limits.py)."""
+
+
+class ConversionError(KuiperError):
+    """An ONNX or TorchScript file could not be converted to PNNX (kuiper/convert.py): pnnx is
+    missing, failed (its log is named), or wrote a format Kuiper does not read."""

@@ -3,6 +3,7 @@
 States, as in KuiperInfer:
 
     NEED_INIT  --init()-->  NEED_BUILD  --build()-->  COMPLETE  --forward()...
+                                                          --close()-->  CLOSED (Kuiper's own)
 
 init():  read .param/.bin, make one RuntimeOperand per operand and one RuntimeOperator per
          operator, link producers and consumers *by operand*, check for dangling operands.
@@ -22,22 +23,33 @@ import difflib
 import enum
 import inspect
 import os
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kuiper import limits as kuiper_limits
+from kuiper import named_io, registry, topo
 from kuiper import plugins as kuiper_plugins
-from kuiper import registry, topo
-from kuiper.errors import GraphError, InputError, KuiperError, ShapeError, UnsupportedOperatorError
+from kuiper.errors import (
+    MALFORMED,
+    GraphError,
+    InputError,
+    KuiperError,
+    ShapeError,
+    UnsupportedOperatorError,
+)
 from kuiper.ir import Observer, RuntimeOperand, RuntimeOperator
 from kuiper.parser.binfile import WeightArchive
 from kuiper.parser.param import read_param
 from kuiper.parser.values import DTYPES
 from kuiper.summary import summarize
 from kuiper.tensor_spec import TensorSpec
+from kuiper.tuple_unpack import splice_tuple_unpacks
+from kuiper.unsupported import unsupported_error
 
 # Operators the graph handles itself instead of a layer.
 INPUT, OUTPUT, TUPLE = "pnnx.Input", "pnnx.Output", "prim::TupleConstruct"
@@ -48,19 +60,36 @@ class GraphState(enum.Enum):
     NEED_INIT = "need_init"
     NEED_BUILD = "need_build"
     COMPLETE = "complete"
+    CLOSED = "closed"  # close(): weights and device buffers released, no more runs
 
 
 @dataclass(frozen=True)
 class Port:
-    """A graph input or output as the user sees it."""
+    """A graph input or output as the user sees it: its pnnx operand name ("0") and the alias
+    it also answers to ("in0", "out0"; kuiper/named_io.py)."""
 
     name: str
     shape: tuple[int | None, ...]
     dtype: np.dtype
+    alias: str | None = None
+
+    @property
+    def label(self) -> str:
+        """'0 (in0)': the name, and the alias when there is another one."""
+        return f"{self.name} ({self.alias})" if self.alias and self.alias != self.name \
+            else self.name
 
     def __str__(self) -> str:
         dims = "x".join("?" if d is None else str(d) for d in self.shape)
         return f"{self.name}: {dims} {self.dtype.name}"
+
+
+def _malformed(op: RuntimeOperator, path: str, stage: str, error: Exception) -> KuiperError:
+    if isinstance(error, KuiperError):  # already says what is wrong (a few are ValueErrors)
+        return error
+    return op.error(f"{path}: {stage} failed with {type(error).__name__}: {str(error)[:200]} "
+                    f"-- are the operator's {len(op.inputs)} input(s) and its parameters what "
+                    f"pnnx writes for {op.type}?")
 
 
 def _np_dtype(suffix: str | None) -> np.dtype:
@@ -75,12 +104,19 @@ class RuntimeGraph:
     kuiper/plugins.py); installed plugins (entry points) are loaded anyway. `params`: per PNNX
     type, parameters the file does not carry, `{"mymods.Swish2": {"beta": 2}}` (pnnx writes a
     kept module's tensors, not its plain Python attributes); the file's own values win.
-    `backend_options` are the executor's keyword arguments, checked by name.
+    `backend_options` are the executor's keyword arguments, checked by name. `limits` caps
+    the memory a model may ask for (kuiper/limits.py; default: from the environment).
+
+    Threads: one graph may be called from several threads. Calls are serialised by a lock (a
+    call with a new input size rebuilds the graph, which the other calls must not see half
+    done), so they are safe but do not run in parallel: for parallel inference, load one graph
+    per thread.
     """
 
     def __init__(self, param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None,
                  backend: str = "cpu", plugins: Sequence[str | os.PathLike] = (),
-                 params: Mapping[str, Mapping[str, Any]] | None = None, **backend_options: Any):
+                 params: Mapping[str, Mapping[str, Any]] | None = None,
+                 limits: kuiper_limits.Limits | None = None, **backend_options: Any):
         self.param_path = str(param_path)
         self.bin_path = str(bin_path) if bin_path else bin_beside(self.param_path)
         if backend not in registry.BACKENDS:
@@ -89,6 +125,9 @@ class RuntimeGraph:
         self.backend = backend
         self.backend_options = _checked_options(backend, backend_options)
         self.params = _checked_params(params)
+        self.limits = limits or kuiper_limits.Limits.from_environment()
+        self._lock = threading.RLock()  # forward/build from several threads: one at a time
+        self._built_shapes: list[tuple[int, ...]] | None = None  # input shapes of the last build
         kuiper_plugins.load_all(plugins)
         self.state = GraphState.NEED_INIT
         self.operators: list[RuntimeOperator] = []
@@ -117,7 +156,9 @@ class RuntimeGraph:
                 operand = self._operand(name, d.input_shapes[i] if i < len(d.input_shapes)
                                         else None)
                 op.inputs.append(operand)
-                if op not in operand.consumers:
+                # Once per consumer. `op in consumers` would scan the list: quadratic when a
+                # file feeds one operand to 100,000 operators; op, if there, is the last one.
+                if not operand.consumers or operand.consumers[-1] is not op:
                     operand.consumers.append(op)
             for i, name in enumerate(d.outputs):
                 operand = self._operand(name, d.output_shapes[i] if i < len(d.output_shapes)
@@ -136,6 +177,8 @@ class RuntimeGraph:
                 raise GraphError(f"{self.param_path}, line {user.line}: operand '{operand.name}'"
                                  f" consumed by '{user.name}' is produced by no operator "
                                  "(dangling operand)")
+        splice_tuple_unpacks(self.operators, self.operands, self.param_path)  # no tuple operands
+        self._check_graph_ops()
         self.input_ops = [op for op in self.operators if op.type == INPUT]
         outputs = [op for op in self.operators if op.type == OUTPUT]
         if not self.input_ops or not outputs:
@@ -164,30 +207,70 @@ class RuntimeGraph:
             operand.shape, operand.dtype = tuple(declared[0]), declared[1]
         return operand
 
+    def _check_graph_ops(self) -> None:
+        """The operators the graph handles itself must have the operands it expects: a
+        damaged file would otherwise fail later with an IndexError or a KeyError."""
+        expected = {INPUT: ("no inputs and 1 output", lambda i, o: i == 0 and o == 1),
+                    OUTPUT: ("at least 1 input and no outputs", lambda i, o: i >= 1 and o == 0),
+                    TUPLE: ("1 output", lambda i, o: o == 1)}
+        for op in self.operators:
+            if op.type in expected:
+                what, ok = expected[op.type]
+                if not ok(len(op.inputs), len(op.outputs)):
+                    raise GraphError(f"{self.param_path}, line {op.line}: operator '{op.name}' "
+                                     f"({op.type}) has {len(op.inputs)} input(s) and "
+                                     f"{len(op.outputs)} output(s); expected {what}")
+
     def _flatten(self, operand: RuntimeOperand) -> list[RuntimeOperand]:
-        """Graph outputs: look through prim::TupleConstruct to the tensors it packs."""
-        if operand.producer is not None and operand.producer.type == TUPLE:
-            return [o for i in operand.producer.inputs for o in self._flatten(i)]
-        return [operand]
+        """Graph outputs: look through prim::TupleConstruct to the tensors it packs.
+
+        Iterative (a file may chain thousands of tuples). Each tuple is opened once: reaching
+        one again means a cycle, or a tuple packed twice, which doubles the work per level."""
+        out: list[RuntimeOperand] = []
+        opened: set[str] = set()
+        stack = [operand]
+        while stack:
+            current = stack.pop()
+            producer = current.producer
+            if producer is None or producer.type != TUPLE:
+                out.append(current)
+                continue
+            if producer.name in opened:
+                raise GraphError(f"{self.param_path}, line {producer.line}: prim::TupleConstruct "
+                                 f"'{producer.name}' is reached twice from one output (a cycle "
+                                 "of tuples, or a tuple packed twice)")
+            opened.add(producer.name)
+            stack.extend(reversed(producer.inputs))
+        return out
 
     # --- build ----------------------------------------------------------------------------------
     def build(self, input_shapes: Sequence[Sequence[int]] | None = None) -> RuntimeGraph:
         if self.state == GraphState.NEED_INIT:
             raise GraphError("build() called before init(): call init() first "
                              "(kuiper.load() does both)")
-        if self.state == GraphState.NEED_BUILD:
-            self.order = topo.dfs_iterative(self.operators)
-            self._create_layers()
-        specs = self._input_specs(input_shapes)
-        self._infer(specs)
-        if self.executor is None:
-            self.executor = registry.executor_class(self.backend)(self, **self.backend_options)
-        else:  # a new input size: the executor keeps its runtime and rebinds for the new shapes
-            self.executor.rebuild()
-        self.state = GraphState.COMPLETE
-        return self
+        with self._lock:
+            if self.state == GraphState.CLOSED:
+                raise self._not_ready("build()")
+            if self.state == GraphState.NEED_BUILD:
+                self.order = topo.dfs_iterative(self.operators)
+                self._create_layers()
+            # Until this build succeeds, no input size counts as built: a failed rebuild may
+            # have left layers half-way to a new size, and the next forward must build again.
+            self._built_shapes = None
+            specs = self._input_specs(input_shapes)
+            with kuiper_limits.using(self.limits):
+                self._infer(specs)
+            if self.executor is None:
+                self.executor = registry.executor_class(self.backend)(self,
+                                                                      **self.backend_options)
+            else:  # a new input size: the executor keeps its runtime, rebinds for the new shapes
+                self.executor.rebuild()
+            self._built_shapes = [s.shape for s in specs]
+            self.state = GraphState.COMPLETE
+            return self
 
     def _create_layers(self) -> None:
+        found, missing = [], []
         for op in self.operators:
             if op.type in GRAPH_OPS:
                 if op.type == TUPLE and any(c.type != OUTPUT for o in op.outputs
@@ -197,12 +280,16 @@ class RuntimeGraph:
                 continue
             # The backend's own layer, or the registry's fallback (the CPU layer, for OpenCL)
             try:
-                cls = registry.layer_for(op.type, self.backend)
-            except UnsupportedOperatorError as e:
-                raise UnsupportedOperatorError(
-                    f"{self.param_path}, line {op.line}: operator '{op.name}': {e}"
-                    f"{kuiper_plugins.missing_type_hint(op.type)}") from None
-            op.layer = kuiper_plugins.call(op, cls, "from_operator", cls.from_operator, op)
+                found.append((op, registry.layer_for(op.type, self.backend)))
+            except UnsupportedOperatorError:
+                missing.append(op)
+        if missing:  # all of them in one error, not one per load (kuiper/unsupported.py)
+            raise unsupported_error(self.param_path, self.backend, missing)
+        for op, cls in found:
+            try:
+                op.layer = kuiper_plugins.call(op, cls, "from_operator", cls.from_operator, op)
+            except MALFORMED as e:
+                raise _malformed(op, self.param_path, "reading the parameters", e) from e
 
     def _input_specs(self, shapes) -> list[TensorSpec]:
         declared = [(op.outputs[0].shape, op.outputs[0].dtype) for op in self.input_ops]
@@ -216,7 +303,11 @@ class RuntimeGraph:
         if len(shapes) != len(self.input_ops):
             raise InputError(f"the model has {len(self.input_ops)} input(s), got "
                              f"{len(shapes)} shape(s)")
-        return [TensorSpec.of(s, _np_dtype(dt)) for s, (_, dt) in zip(shapes, declared)]
+        specs = [TensorSpec.of(s, _np_dtype(dt)) for s, (_, dt) in zip(shapes, declared)]
+        for op, spec in zip(self.input_ops, specs):
+            self.limits.check_tensor(spec.shape, spec.dtype.itemsize,
+                                     f"{self.param_path}: input '{op.outputs[0].name}'")
+        return specs
 
     def _infer(self, input_specs: list[TensorSpec]) -> None:
         specs: dict[str, TensorSpec] = {}
@@ -231,38 +322,119 @@ class RuntimeGraph:
                 outs = kuiper_plugins.call(op, op.layer, "infer", op.layer.infer, ins)
             except ShapeError as e:
                 if resized:
-                    raise ShapeError(op.name, op.type, f"{e.message} -- the model was exported at "
-                                     f"{self._declared_inputs()} and this operator fixes that "
-                                     "size; re-export the model at the new input size") from None
+                    raise ShapeError(op.name, op.type, f"{e.message} -- "
+                                     f"{self._resize_hint(input_specs)}") from None
                 raise
+            except MALFORMED as e:  # a layer tripped over a damaged file: say whose operator
+                raise _malformed(op, self.param_path, "shape inference", e) from e
             if len(outs) < len(op.outputs):
                 raise op.error(f"layer {type(op.layer).__name__} produced {len(outs)} "
                                f"output spec(s) for {len(op.outputs)} output operand(s)")
+            if any(s.dynamic for s in ins):  # data-dependent sizes flow downstream
+                outs = [replace(s, dynamic=True) for s in outs]
             for operand, spec in zip(op.outputs, outs):
+                self.limits.check_tensor(spec.shape, spec.dtype.itemsize,
+                                         f"operator '{op.name}' ({op.type}), output "
+                                         f"'{operand.name}'")
                 specs[operand.name] = spec
+        # The CPU executor frees each value after its last use; the OpenCL one keeps them all.
+        planned = kuiper_limits.planned_bytes(self.order, specs, self.output_operands,
+                                              frees_after_last_use=self.backend == "cpu")
+        self.limits.check_total(planned, self.param_path)
         self.specs = specs
+
+    def _resize_hint(self, input_specs: list[TensorSpec]) -> str:
+        """What to do when an operator refuses a new input size. A re-export at the new size
+        helps when only sizes the export baked in changed (batch, height, width); it cannot
+        when the rank or the channel count (dim 1 of an image or volume) changed: the weights
+        fix those, so say what the model expects instead."""
+        exported = self._declared_inputs()
+        for op, spec in zip(self.input_ops, input_specs):
+            old = op.outputs[0].shape
+            if old is None:
+                continue
+            if len(spec.shape) != len(old) or (len(old) in (4, 5) and spec.shape[1] != old[1]):
+                what = (f"with {old[1]} channel(s) in dimension 1" if len(old) in (4, 5)
+                        else f"like {'x'.join(map(str, old))}")
+                return (f"the model was exported at {exported}: input '{op.outputs[0].name}' "
+                        f"must be {len(old)}-D {what}, fixed by its weights (a re-export at "
+                        "another input size cannot change that)")
+        return (f"the model was exported at {exported} and this operator fixes that size; "
+                "re-export the model at the new input size")
 
     def _declared_inputs(self) -> str:
         return ", ".join("x".join(str(d) for d in (op.outputs[0].shape or ()))
                          for op in self.input_ops)
 
     # --- run ------------------------------------------------------------------------------------
-    def forward(self, *inputs: Any, observer: Observer | None = None) -> list[np.ndarray]:
-        """Run the model; returns a list with one NumPy array per graph output."""
-        if self.state != GraphState.COMPLETE:
-            raise GraphError(f"forward() called in state {self.state.name}: the graph must be "
-                             "initialised and built first (call init() and build(), or use "
-                             "kuiper.load())")
-        arrays = self._check_inputs(inputs)
-        shapes = [a.shape for a in arrays]
-        if shapes != [self.specs[op.outputs[0].name].shape for op in self.input_ops]:
-            self.build(shapes)  # a new input size: infer shapes (and rebind kernels) again
-        return self.executor.run(arrays, observer)
+    def forward(self, *inputs: Any, observer: Observer | None = None,
+                outputs: str | Sequence[str] | None = None,
+                return_dict: bool = False) -> list[np.ndarray] | dict[str, np.ndarray]:
+        """Run the model; returns a list with one NumPy array per graph output.
 
-    def __call__(self, *inputs: Any) -> Any:
-        """`y = g(x)` for one output, a tuple for several."""
-        outputs = self.forward(*inputs)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        `inputs`: arrays in the order of `graph.inputs`, or one dict keyed by input name or
+        alias, `{"in0": x}`. `outputs`: names to return instead, in that order: graph outputs
+        by name or alias ("out0"), or any operand inside the graph (ncnn's extract).
+        `return_dict=True` returns {name: array}, keyed by the names asked for (default: the
+        graph outputs' names). See kuiper/named_io.py."""
+        with self._lock:  # one call at a time per graph (see the class docstring)
+            if self.state != GraphState.COMPLETE:
+                raise self._not_ready("forward()")
+            arrays = self._check_inputs(named_io.ordered_inputs(self, inputs))
+            if isinstance(outputs, str):
+                outputs = [outputs]
+            asked = None if outputs is None else list(outputs)  # the names, as given
+            names = None if asked is None else named_io.output_operands(self, asked)
+            shapes = [a.shape for a in arrays]
+            if shapes != self._built_shapes:
+                self.build(shapes)  # a new input size: infer shapes (and rebind kernels) again
+            if names is None:  # executors of plugins may not take outputs=
+                values = self.executor.run(arrays, observer)
+            else:
+                values = self.executor.run(arrays, observer, outputs=names)
+            if not return_dict:
+                return values
+            keys = asked if asked is not None else [o.name for o in self.output_operands]
+            return dict(zip(keys, values))
+
+    def __call__(self, *inputs: Any, outputs: str | Sequence[str] | None = None,
+                 return_dict: bool = False) -> Any:
+        """`y = g(x)` for one output, a tuple for several (or a dict with return_dict)."""
+        result = self.forward(*inputs, outputs=outputs, return_dict=return_dict)
+        if return_dict:
+            return result
+        return result[0] if len(result) == 1 else tuple(result)
+
+    def _not_ready(self, what: str) -> GraphError:
+        if self.state == GraphState.CLOSED:
+            return GraphError(f"{what} called on a closed graph ({Path(self.param_path).name}):"
+                              " close() released its weights and buffers; load the model again")
+        return GraphError(f"{what} called in state {self.state.name}: the graph must be "
+                          "initialised and built first (call init() and build(), or use "
+                          "kuiper.load())")
+
+    # --- resources ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release what the model holds: the .pnnx.bin mapping (the weights), and the
+        executor's buffers (on OpenCL, the device memory). Afterwards the graph cannot run
+        (a GraphError); its ports stay readable. Closing twice does nothing.
+        `with kuiper.load(...) as g:` closes on leaving the block."""
+        with self._lock:  # not while another thread runs the graph
+            if self.state == GraphState.CLOSED:
+                return
+            if self.executor is not None and hasattr(self.executor, "close"):
+                self.executor.close()
+            for op in self.operators:  # layers and attributes view the mapped weights
+                op.layer, op.attributes = None, {}
+            if self._archive is not None:
+                self._archive.close()
+            self.state = GraphState.CLOSED
+
+    def __enter__(self) -> RuntimeGraph:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def _check_inputs(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         if len(inputs) != len(self.input_ops):
@@ -287,23 +459,25 @@ class RuntimeGraph:
     @property
     def inputs(self) -> list[Port]:
         out = []
-        for op in self.input_ops:
+        for i, op in enumerate(self.input_ops):
             operand = op.outputs[0]
             spec = self.specs.get(operand.name)
             shape = spec.shape if spec else tuple(operand.shape or ())
-            out.append(Port(operand.name, shape, _np_dtype(operand.dtype)))
+            alias = named_io.alias_for("in", i, operand.name, self.operands)
+            out.append(Port(operand.name, shape, _np_dtype(operand.dtype), alias))
         return out
 
     @property
     def outputs(self) -> list[Port]:
         out = []
-        for operand in self.output_operands:
+        for i, operand in enumerate(self.output_operands):
+            alias = named_io.alias_for("out", i, operand.name, self.operands)
             spec = self.specs.get(operand.name)
             if spec is not None:
-                out.append(Port(operand.name, spec.shape, spec.dtype))
+                out.append(Port(operand.name, spec.shape, spec.dtype, alias))
             else:
                 out.append(Port(operand.name, tuple(operand.shape or ()),
-                                _np_dtype(operand.dtype)))
+                                _np_dtype(operand.dtype), alias))
         return out
 
     @property
@@ -313,6 +487,8 @@ class RuntimeGraph:
 
     def summary(self) -> str:
         """Operators, shapes, parameters, FLOPs, and which operators may run concurrently."""
+        if self.state == GraphState.CLOSED:  # close() dropped the layers the table reads
+            raise self._not_ready("summary()")
         return summarize(self)
 
     def __repr__(self) -> str:

@@ -135,6 +135,21 @@ class RuntimeOperator:
         return array
 
 
+def operator_failure(op: RuntimeOperator, stage: str, error: Exception,
+                     specs: dict | None = None) -> OperatorError:
+    """A bare error (NumPy's, pyopencl's) of `op`'s layer as an OperatorError naming the
+    operator and its line, the original kept as the cause by the caller (`raise ... from e`):
+    nobody should have to read a traceback from deep inside NumPy to find the culprit. The
+    usual reason is named too: an input that is not a tensor (`expr=abc` gives the string 'abc',
+    `expr=1e-5` a Python number). Both executors use it around every operator they run."""
+    odd = [f"input {i} ('{o.name}') is not a tensor but {specs[o.name].value!r}"
+           for i, o in enumerate(op.inputs) if specs and o.name in specs
+           and specs[o.name].value is not None
+           and not isinstance(specs[o.name].value, np.ndarray)]
+    why = f" ({'; '.join(odd)})" if odd else ""
+    return op.error(f"failed while {stage}{why}: {type(error).__name__}: {str(error)[:300]}")
+
+
 # Called after each operator runs, by either executor: (operator, its outputs as NumPy arrays,
 # seconds). `kuiper compare` and `kuiper bench` are observers.
 Observer = Callable[[RuntimeOperator, list, float], None]

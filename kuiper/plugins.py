@@ -86,7 +86,10 @@ def load_plugin(spec: str | os.PathLike) -> ModuleType:
     looks_like_path = text.endswith(".py") or os.sep in text or "/" in text
     with _lock:
         if looks_like_path:
-            path = Path(text).resolve()
+            try:
+                path = Path(text).resolve()
+            except (OSError, RuntimeError) as e:  # a symlink loop (RuntimeError before 3.13)
+                raise PluginError(f"plugin '{text}': the path cannot be resolved ({e})") from None
             source = path / "__init__.py" if path.is_dir() else path
             module = _loaded.get(str(source)) or _imported_from(source)
             if module is None:
@@ -125,7 +128,14 @@ def _claim(module: ModuleType, label: str) -> None:
 
 def _import_name(name: str) -> ModuleType:
     try:
-        return importlib.import_module(name)
+        module = importlib.import_module(name)
+        if getattr(module, "__file__", None) is None and hasattr(module, "__path__"):
+            # a folder without __init__.py imports as an empty namespace package: nothing of
+            # it runs, so nothing would be registered, silently
+            raise PluginError(f"plugin '{name}': {', '.join(module.__path__)} is a folder "
+                              "without __init__.py, so importing it runs nothing: add an "
+                              f"__init__.py that imports the plugin's layers. See {DOCS}.")
+        return module
     except ModuleNotFoundError as e:
         if e.name == name or name.startswith(f"{e.name}."):
             raise PluginError(f"plugin '{name}': no module of that name can be imported (is the "
@@ -153,6 +163,8 @@ def _import_path(path: Path, label: str) -> ModuleType:
         # A module name of its own, so two plugins both called layers.py do not clash
         name = f"kuiper_plugin_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
         spec = importlib.util.spec_from_file_location(name, path)
+    elif not path.exists():
+        raise PluginError(f"plugin '{label}': {path} does not exist. See {DOCS}.")
     else:
         raise PluginError(f"plugin '{label}': {path} is not a .py file or a package folder "
                           f"(one with __init__.py). See {DOCS}.")

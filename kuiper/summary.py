@@ -28,7 +28,8 @@ def operator_rows(graph) -> list[dict]:
         outs = [graph.specs[o.name] for o in op.outputs]
         params = sum(int(a.size) for a in op.attributes.values())
         rows.append({"name": op.name, "type": op.type,
-                     "output": ", ".join(str(s) for s in outs),
+                     # "3: 1x16x8x8 float32": the operand's name is what outputs=[...] takes
+                     "output": ", ".join(f"{o.name}: {s}" for o, s in zip(op.outputs, outs)),
                      "params": params,
                      "flops": call(op, op.layer, "flops", op.layer.flops, ins, outs)})
     return rows
@@ -83,8 +84,9 @@ def summarize(graph) -> str:
     total_p = sum(r["params"] for r in rows)
     weight_bytes = sum(int(a.nbytes) for op in graph.operators for a in op.attributes.values())
     total_f = sum(r["flops"] for r in rows)
-    ins = ", ".join(str(p) for p in graph.inputs)
-    outs = ", ".join(str(p) for p in graph.outputs)
+    # "0 (in0): 1x3x8x8 float32": str(port) with its alias beside the name (kuiper/named_io.py)
+    ins = ", ".join(p.label + str(p)[len(p.name):] for p in graph.inputs)
+    outs = ", ".join(p.label + str(p)[len(p.name):] for p in graph.outputs)
     lines += ["", f"inputs:  {ins}", f"outputs: {outs}",
               (f"{len(rows)} operators, {total_p:,} parameters ({human(weight_bytes)}B of "
                f"weights), {human(total_f)} FLOPs per inference (backend: {graph.backend})")]
@@ -93,5 +95,44 @@ def summarize(graph) -> str:
     if graph.fallbacks:
         lines.append("* no OpenCL layer, runs on the CPU: " + ", ".join(
             f"{op.name} ({op.type})" for op in graph.fallbacks))
+    dynamic = [op for op in graph.order if op.layer is not None
+               and any(graph.specs[o.name].dynamic for o in op.outputs)]
+    if dynamic:  # kuiper/dynamic_shapes.py: sizes known only when the model runs
+        lines.append("dynamic (data-dependent size, '<=' an upper bound): " + ", ".join(
+            f"{op.name} ({op.type})" for op in dynamic))
     lines.append("concurrency: " + "\n".join(concurrency(graph)))
     return "\n".join(lines)
+
+
+def parsed_summary(graph, unsupported: list[tuple[int, str, str]]) -> str:
+    """The operators of a graph that could not be built, as the file declares them.
+
+    `kuiper info` prints this for a model with operators no layer runs (`unsupported`: the
+    (line, name, type) of each, from UnsupportedOperatorError.operators), so the model can
+    still be inspected. Only `init()` ran: the shapes are those pnnx wrote into the file, and
+    FLOPs are not known (no layer was created to count them).
+    """
+    missing = {name for _, name, _ in unsupported}
+    table = [("", "line", "operator", "type", "output (as declared)", "params")]
+    for op in graph.operators:
+        if op.type in ("pnnx.Input", "pnnx.Output"):
+            continue
+        outs = ", ".join(declared(o) for o in op.outputs)
+        params = sum(int(a.size) for a in op.attributes.values())
+        table.append(("!" if op.name in missing else "", op.line, op.name, op.type, outs,
+                      f"{params:,}"))
+    ins = ", ".join(declared(op.outputs[0], op.outputs[0].name) for op in graph.input_ops)
+    outs = ", ".join(declared(o, o.name) for o in graph.output_operands)
+    types = sorted({t for _, _, t in unsupported})
+    return "\n".join([
+        format_table(table, right=(1, 5)), "", f"inputs:  {ins}", f"outputs: {outs}",
+        f"{len(table) - 1} operators; {len(unsupported)} marked '!' have no {graph.backend} "
+        f"layer ({', '.join(types)}): the model cannot run until a layer handles them"])
+
+
+def declared(operand, name: str | None = None) -> str:
+    """'1x3x8x8 f32' from the file's `#operand=(shape)dtype`, '?' where pnnx wrote none."""
+    dims = "?" if operand.shape is None else "x".join(
+        "?" if d is None else str(d) for d in operand.shape) or "scalar"
+    text = f"{dims} {operand.dtype}" if operand.dtype else dims
+    return f"{name}: {text}" if name else text

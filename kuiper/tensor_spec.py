@@ -8,6 +8,7 @@ at build time (the OpenCL backend never has to read a shape back from the device
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,9 @@ class TensorSpec:
     shape: tuple[int, ...]
     dtype: np.dtype
     value: Any = None  # known at build time (host scalar, list or small ndarray), else None
+    # A data-dependent size (torch.masked_select, torch.arange of run-time values): `shape` is
+    # then an upper bound (the buffer to allocate), and the run says how much of it is used.
+    dynamic: bool = False
 
     @staticmethod
     def of(shape, dtype=np.float32, value: Any = None) -> TensorSpec:
@@ -46,8 +50,10 @@ class TensorSpec:
 
     @property
     def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # a Python int: np.prod would overflow int64 silently
 
     def __str__(self) -> str:
         dims = "x".join(str(d) for d in self.shape) or "scalar"
+        if self.dynamic:  # an upper bound, or no bound at all (kuiper/dynamic_shapes.py)
+            dims = f"<={dims}" if self.numel else "?"
         return f"{dims} {self.dtype.name}"

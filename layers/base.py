@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kuiper import limits
 from kuiper.errors import ShapeError
 from kuiper.ir import RuntimeOperator
 from kuiper.tensor_spec import TensorSpec
@@ -78,6 +79,12 @@ class Layer:
     # --- helpers for subclasses ---------------------------------------------------------------
     def shape_error(self, message: str) -> ShapeError:
         return self.op.error(message, ShapeError)  # type: ignore[return-value]
+
+    def check_budget(self, shape: Sequence[int], dtype: Any) -> None:
+        """Refuse a tensor above the memory budget (kuiper/limits.py) before building anything
+        for it: for layers whose `infer` allocates tables sized by the output (Upsample)."""
+        limits.current().check_tensor(shape, np.dtype(dtype).itemsize,
+                                      f"operator '{self.name}' ({self.type})")
 
     def expect_inputs(self, inputs: Sequence[Any], *counts: int) -> None:
         if len(inputs) not in counts:

@@ -33,7 +33,7 @@ import numpy as np
 
 from kuiper.errors import KernelBuildError
 from kuiper.layers.base import Layer
-from kuiper.registry import is_kuipers
+from kuiper.registry import cpu_base, is_kuipers
 from kuiper.tensor_spec import TensorSpec
 
 
@@ -58,13 +58,59 @@ class OpenCLLayer(Layer):
     # the include path), or the OpenCL C source itself. Built and cached like Kuiper's own.
     kernel_path: ClassVar[str | os.PathLike | None] = None
     kernel_code: ClassVar[str | None] = None
+    # The executor checks every kernel argument bound to an operand's buffer against the
+    # operand's dtype (kuiper/opencl/element_types.py): `float` for float32, `uchar` for uint8
+    # or bool, `float2` for complex64 ... A layer whose kernels read a dtype another way says
+    # so here, {"complex64": ("float",)} for complex numbers read as pairs of floats.
+    element_types: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # Kernels index with int: tensors above 2**31 - 1 elements are refused, unless the layer's
+    # kernels index with long (the generated pnnx.Expression kernels).
+    wide_indices: ClassVar[bool] = False
 
     runtime: Any = None
+    host_fallback: Any = None  # a HostFallback, see fall_back_to_host
     launches: list[Launch]
 
     def attach(self, runtime) -> None:
         self.runtime = runtime
         self.launches = []
+        self.host_fallback = None  # set by fall_back_to_host, for this input shape only
+
+    def fall_back_to_host(self, inputs: Sequence[Any], outputs: Sequence[Any],
+                          in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec],
+                          why: str) -> None:
+        """From bind(): run this operator's CPU layer instead, for a case the twin cannot
+        compute on the device (a complex literal in an expression, a float64 FFT ...).
+
+        A model the CPU backend runs must not fail on OpenCL; the price (two copies and a host
+        wait) is made visible: the executor lists the operator in `graph.fallbacks`, and `why`
+        is kept in `fallback_reason`.
+        """
+        cpu = cpu_base(type(self)).from_operator(self.op)
+        cpu.infer(in_specs)  # some CPU layers keep what infer worked out (axes) for forward
+        self.host_fallback = HostFallback(cpu, self.runtime)
+        self.host_fallback.bind(inputs, outputs, in_specs, out_specs)
+        self.fallback_reason = why
+        self.launches = []
+
+    def falls_back_unless(self, dtypes: Sequence[Any], inputs: Sequence[Any],
+                          outputs: Sequence[Any], in_specs: Sequence[TensorSpec],
+                          out_specs: Sequence[TensorSpec]) -> bool:
+        """From bind(): True, after falling back to the CPU layer, when an input or output is
+        of a dtype outside `dtypes` (those this twin's kernels compute), so that a uint8 or
+        float64 tensor gets the CPU backend's answer instead of a float kernel reading past
+        its buffer. (The executor checks every kernel's arguments as well: element_types.py.)
+        """
+        wanted = {np.dtype(d) for d in dtypes}
+        odd = [f"{s.dtype.name} {what} {i}" for what, specs in (("input", in_specs),
+                                                                ("output", out_specs))
+               for i, s in enumerate(specs) if np.dtype(s.dtype) not in wanted]
+        if not odd:
+            return False
+        names = ", ".join(sorted(d.name for d in wanted))
+        self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
+                               f"its OpenCL kernels compute {names}, not the {odd[0]}")
+        return True
 
     # --- helpers --------------------------------------------------------------------------------
     @property
@@ -113,6 +159,8 @@ class OpenCLLayer(Layer):
     def enqueue(self, queue, wait_for: Sequence[Any]) -> list[Any]:
         """Enqueue the prepared launches; each waits on the previous one, the first on
         `wait_for` (the producers' events), so the layer is correct on an out-of-order queue."""
+        if self.host_fallback is not None:
+            return self.host_fallback.enqueue(queue, wait_for)
         cl = self.runtime.cl
         events = list(wait_for)
         self.events = []  # every launch of this run: a profiling queue times them (kuiper bench)

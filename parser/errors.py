@@ -42,6 +42,19 @@ class ExpressionError(KuiperError):
     """
 
     def __init__(self, expr: str, column: int, message: str):
-        caret = " " * column + "^"
-        super().__init__(f"{message} at column {column}\n    {expr}\n    {caret}")
+        shown, caret_at = _window(expr, column)
+        caret = " " * caret_at + "^"
+        super().__init__(f"{message} at column {column}\n    {shown}\n    {caret}")
         self.expr, self.column, self.message = expr, column, message
+
+
+def _window(expr: str, column: int, width: int = 60) -> tuple[str, int]:
+    """The part of a long expression around `column` (a hostile one may be megabytes long),
+    and where the caret goes in it."""
+    if len(expr) <= 2 * width:
+        return expr, column
+    start = max(0, column - width)
+    end = min(len(expr), column + width)
+    head = "..." if start > 0 else ""
+    tail = "..." if end < len(expr) else ""
+    return head + expr[start:end] + tail, len(head) + column - start

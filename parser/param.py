@@ -17,12 +17,15 @@ Nothing here knows about layers or runtime: the result is data, checked for well
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass, field
 
 from kuiper.parser.errors import ModelFormatError
-from kuiper.parser.values import parse_dtype_suffix, parse_value
+from kuiper.parser.files import MAX_PARAM_BYTES, open_model_file
+from kuiper.parser.values import out_of_range, parse_dtype_suffix, parse_value
 
 MAGIC = "7767517"
+MAX_COUNT_DIGITS = 9  # counts of operators, operands, inputs of one operator: below 10**9
 # Values pnnx writes raw: running the generic value parser on them would split them on commas.
 RAW_PARAMS = ("expr", "equation")
 
@@ -62,12 +65,13 @@ class ParamFile:
 def read_param(path: str | os.PathLike) -> ParamFile:
     """Read and check a `.pnnx.param` file; errors name the file and the line."""
     path = os.fspath(path)
+    f, _ = open_model_file(path, "a .pnnx.param written by pnnx", max_bytes=MAX_PARAM_BYTES)
+    with f:
+        data = f.read(MAX_PARAM_BYTES + 1)  # bounded even if the file grows while we read
+    if len(data) > MAX_PARAM_BYTES:
+        raise ModelFormatError(f"grew past {MAX_PARAM_BYTES >> 20} MB while being read", path)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise ModelFormatError("file not found (expected a .pnnx.param written by pnnx)",
-                               path) from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ModelFormatError(f"not a text file ({e.reason} at byte {e.start}); "
                                "did you pass the .pnnx.bin instead of the .pnnx.param?",
@@ -85,9 +89,10 @@ def parse_param_text(text: str, path: str = "<string>") -> ParamFile:
         raise ModelFormatError("expected '<operator_count> <operand_count>', got end of file",
                                path, 2)
     counts = lines[1].split()
-    if len(counts) != 2 or not all(c.isdigit() for c in counts):
-        raise ModelFormatError(f"expected '<operator_count> <operand_count>', got "
-                               f"'{lines[1].strip()}'", path, 2)
+    if len(counts) != 2 or not all(_is_count(c) for c in counts):
+        raise ModelFormatError(f"expected '<operator_count> <operand_count>' (two integers "
+                               f"below 10**{MAX_COUNT_DIGITS}), got '{lines[1].strip()[:80]}'",
+                               path, 2)
     op_count, operand_count = int(counts[0]), int(counts[1])
 
     operators: list[OperatorDef] = []
@@ -115,9 +120,10 @@ def _parse_operator_line(line: str, path: str, lineno: int) -> OperatorDef:
         raise ModelFormatError("expected '<type> <name> <n_in> <n_out> ...', got "
                                f"{len(tokens)} field(s)", path, lineno)
     op_type, name, n_in_text, n_out_text = tokens[:4]
-    if not (n_in_text.isdigit() and n_out_text.isdigit()):
+    if not (_is_count(n_in_text) and _is_count(n_out_text)):
         raise ModelFormatError(f"operator '{name}': expected input and output counts as "
-                               f"integers, got '{n_in_text}' '{n_out_text}'", path, lineno)
+                               f"integers below 10**{MAX_COUNT_DIGITS}, got "
+                               f"'{n_in_text[:40]}' '{n_out_text[:40]}'", path, lineno)
     n_in, n_out = int(n_in_text), int(n_out_text)
     if len(tokens) < 4 + n_in + n_out:
         raise ModelFormatError(f"operator '{name}': declares {n_in} input(s) and {n_out} "
@@ -162,34 +168,49 @@ def _parse_operator_line(line: str, path: str, lineno: int) -> OperatorDef:
             shapes[-1] = (shapes[-1][0], shapes[-1][1], key[1:])  # type: ignore[assignment]
         else:
             op.params[key] = value if key in RAW_PARAMS else parse_value(value)
+            problem = None if key in RAW_PARAMS else out_of_range(op.params[key])
+            if problem:
+                raise ModelFormatError(f"operator '{name}': parameter '{key}': {problem}",
+                                       path, lineno)
 
     _assign_input_names(op, dollar)
     _assign_shapes(op, shapes)
     return op
 
 
+def _is_count(text: str) -> bool:
+    """An operator/operand count: ASCII digits, short enough to be a real count (int() of a
+    5,000-digit text is slow and then refused by Python's digit limit)."""
+    return text.isascii() and text.isdigit() and len(text) <= MAX_COUNT_DIGITS
+
+
 def _assign_input_names(op: OperatorDef, dollar: list[tuple[str, str]]) -> None:
-    """`$argname=operand`: input *position* is the truth; names fill matching slots in order."""
+    """`$argname=operand`: input *position* is the truth; names fill matching slots in order.
+
+    Linear in the line's length (a dict of free slots per operand), so that a hostile line with
+    a million inputs does not take hours."""
+    free: dict[str, deque[int]] = {}
+    for i, inp in enumerate(op.inputs):
+        free.setdefault(inp, deque()).append(i)
     for argname, operand in dollar:
-        for i, inp in enumerate(op.inputs):
-            if inp == operand and op.input_names[i] is None:
-                op.input_names[i] = argname
-                break
+        slots = free.get(operand)
+        if slots:
+            op.input_names[slots.popleft()] = argname
 
 
 def _assign_shapes(op: OperatorDef, shapes: list) -> None:
     """`#` shapes come inputs first (repeated for duplicates), then outputs; 0-dim are omitted.
 
-    Match them to operands by name, consuming in order, so a missing entry leaves None.
+    Match them to operands by name, consuming in order, so a missing entry leaves None (one
+    queue per operand name: linear, like `_assign_input_names`).
     """
-    pending = list(shapes)
+    pending: dict[str, deque] = {}
+    for dims, dtype, who in shapes:
+        pending.setdefault(who, deque()).append((dims, dtype))
 
     def take(operand: str):
-        for k, (dims, dtype, who) in enumerate(pending):
-            if who == operand:
-                del pending[k]
-                return dims, dtype
-        return None
+        queue = pending.get(operand)
+        return queue.popleft() if queue else None
 
     op.input_shapes = [take(x) for x in op.inputs]
     op.output_shapes = [take(x) for x in op.outputs]

@@ -13,7 +13,12 @@ quoting, so the *shape* of the text decides the type (parser/PNNX_FORMAT.md, sec
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+MAX_INT_DIGITS = 19  # digits of INT64_MAX: a longer integer cannot be an int64
 
 # pnnx dtype suffix -> NumPy dtype. bf16 has no NumPy dtype: the weight reader widens it.
 DTYPES: dict[str, np.dtype | None] = {
@@ -39,6 +44,8 @@ def _scalar(text: str) -> object:
     try:
         if "." in text or "e" in text or "E" in text:
             return float(text)
+        if len(text) > MAX_INT_DIGITS + 1:  # beyond int64 anyway; int() is quadratic in length
+            return text
         return int(text)
     except ValueError:
         return text  # e.g. "1x2": pnnx keeps what it cannot read as a string too
@@ -82,8 +89,37 @@ def parse_dtype_suffix(text: str) -> tuple[list[int | None] | None, str]:
         if d == "?":
             dims.append(None)
             continue
-        try:
-            dims.append(int(d))
-        except ValueError:
-            raise ValueError(f"dimension '{d}' is neither an integer nor '?'") from None
+        if d.startswith("-") and d[1:].isascii() and d[1:].isdigit():
+            raise ValueError(f"dimension {d} is negative (pnnx writes an unknown size as '?')")
+        if not (d.isascii() and d.isdigit()):  # int() would also take " 3", "1_0" and "٣"
+            raise ValueError(f"dimension '{_short(d)}' is neither an integer nor '?'")
+        if len(d) > MAX_INT_DIGITS or int(d) > INT64_MAX:
+            raise ValueError(f"dimension {_short(d)} is beyond int64 (pnnx writes sizes as "
+                             "int64)")
+        dims.append(int(d))
     return dims, dtype
+
+
+def _short(text: str) -> str:
+    """A number for an error message: a 5,000-digit one shows its start and its length."""
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def out_of_range(value: object) -> str | None:
+    """Why a decoded value cannot have been written by pnnx, or None if it can.
+
+    pnnx writes C++ int64 and float values: an integer beyond int64, or a float literal whose
+    digits overflow to infinity (`1e999`; pnnx writes infinity as the word `inf`), is a damaged
+    or hostile file, and letting it through turns into an OverflowError deep inside a layer.
+    """
+    for v in value if isinstance(value, list) else [value]:
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX:
+            return f"integer {_short(str(v))} is beyond int64"
+        digits = v.lstrip("-") if isinstance(v, str) else ""
+        if len(digits) > MAX_INT_DIGITS and digits.isascii() and digits.isdigit():
+            return f"integer {_short(v)} is beyond int64"  # too long to decode: kept as text
+        if isinstance(v, float) and math.isinf(v):
+            return "a float literal overflows to infinity (pnnx writes infinity as 'inf')"
+    return None

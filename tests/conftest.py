@@ -44,6 +44,13 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def conversion_cache(tmp_path_factory) -> None:
+    """Models that tests convert with pnnx (kuiper/convert.py) go to a temporary cache, not
+    the user's ~/.cache/kuiper (children started by tests inherit the variable)."""
+    os.environ.setdefault("KUIPER_CACHE_DIR", str(tmp_path_factory.mktemp("kuiper-cache")))
+
+
 @pytest.fixture(scope="session")
 def export_dir(tmp_path_factory) -> Path:
     """Where exports go: a fresh temporary folder, or $KUIPER_EXPORTS when set.

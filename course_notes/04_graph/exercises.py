@@ -15,7 +15,7 @@ from kuiper.topo import predecessors, successors  # noqa: F401 - your building b
 
 def dfs_iterative(ops: Sequence[RuntimeOperator]) -> list[RuntimeOperator]:
     """A topological order of `ops`: reverse post-order of a depth-first search, WITHOUT
-    recursion (a 10,000-operator chain must not hit Python's recursion limit).
+    recursion (a 20,000-operator chain must not hit Python's recursion limit).
 
     Start from the roots (operators with no producers), then from any operator not visited
     yet (a cycle can hide operators from every root). Keep an explicit stack of

@@ -29,23 +29,38 @@ def program(source, runtime):
     return runtime.build_source(source, [], "relu_source() of lesson 9")
 
 
-@pytest.mark.parametrize("n", [1, 13, 64, 1000, 4097])
-def test_relu_kernel(runtime, program, n):
+def run_relu(runtime, program, x, spare):
+    """y of `x` by the kernel, with `spare` marker elements after y that it must not touch."""
     import pyopencl as cl
     import pyopencl.array as cla
 
     queue = runtime.queue
-    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
-    spare = 64  # a margin after y, filled with a marker that no work-item may overwrite
+    n = len(x)
     x_dev = cla.to_device(queue, x)
     y_dev = cla.to_device(queue, np.full(n + spare, 7.0, np.float32))
     kernel = cl.Kernel(program, "relu")
     kernel.set_args(x_dev.data, y_dev.data, np.int32(n))
     cl.enqueue_nd_range_kernel(queue, kernel, (round_up(n, 64),), None)
-    y = y_dev.get(queue)
+    return y_dev.get(queue)
+
+
+@pytest.mark.parametrize("n", [1, 13, 64, 1000, 4097])
+def test_relu_kernel(runtime, program, n):
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    spare = 64  # a margin after y, filled with a marker that no work-item may overwrite
+    y = run_relu(runtime, program, x, spare)
     check_array(y[:n], np.maximum(x, 0), f"relu of {n} elements")
     check_array(y[n:], np.full(spare, 7.0, np.float32),
                 f"y after element {n} (work-items with i >= n must not write)")
+
+
+def test_relu_keeps_nan_and_infinities_as_pytorch_does(runtime, program):
+    """torch.relu(NaN) is NaN: a NaN must not become 0 (OpenCL's fmax(NaN, 0.0f) is 0)."""
+    import torch
+
+    x = np.array([np.nan, -1.0, np.inf, -np.inf, 2.5, -0.0, np.nan, 0.0, 3.0], np.float32)
+    y = run_relu(runtime, program, x, spare=0)
+    check_array(y, torch.relu(torch.from_numpy(x)).numpy(), "relu of NaN, +-inf, +-0")
 
 
 def test_relu_kernel_inside_a_model(runtime, program, monkeypatch):

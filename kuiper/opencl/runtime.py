@@ -8,8 +8,11 @@ Device choice, in this order:
 Oclgrind (a simulator that checks every memory access) is never chosen unless asked for by
 name: once installed it is listed first and claims every device type.
 
-Programs are built once per (kernel file, options, device) in this process, and pyopencl caches
-the compiled binaries on disk, so a second run skips the compiler entirely.
+Programs are built once per (kernel file, options, device) in this process. Across processes the
+compiled binaries are cached on disk, so a second run skips most of the compiler: for PoCL and
+NVIDIA pyopencl leaves that to the driver's own cache (PoCL: ~/.cache/pocl/kcache, moved by
+POCL_CACHE_DIR; NVIDIA: ~/.nv/ComputeCache, moved by CUDA_CACHE_PATH), for other drivers it
+keeps its own (~/.cache/pyopencl).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 
 from kuiper.clkernels import KERNEL_DIR
 from kuiper.errors import KernelBuildError, OpenCLUnavailableError
+from kuiper.opencl.element_types import kernel_class
 
 
 def install_hint(system: str | None = None, machine: str | None = None) -> str:
@@ -53,9 +57,10 @@ def install_hint(system: str | None = None, machine: str | None = None) -> str:
 
 # what every "no OpenCL" error message ends with
 INSTALL_HINT = install_hint()
-# Options every kernel is built with: -I so kernels can #include shared headers, and MAD
-# contraction, which PoCL needs to turn a*b+c into one fused instruction.
-BASE_OPTIONS = ("-I", str(KERNEL_DIR), "-cl-mad-enable")
+# Options every kernel is built with: -I so kernels can #include shared headers, MAD
+# contraction, which PoCL needs to turn a*b+c into one fused instruction, and the argument
+# types, which the executor compares with the dtypes bound to them (element_types.py).
+BASE_OPTIONS = ("-I", str(KERNEL_DIR), "-cl-mad-enable", "-cl-kernel-arg-info")
 
 
 def _cl():
@@ -84,22 +89,73 @@ def list_devices() -> list[tuple[str, str, object]]:
     return rows
 
 
+def _pick(items: list, answer: str, name_of, last: bool = False):
+    """One of `items` by an answer as pyopencl reads it: empty = the first; an index in range;
+    else a case-insensitive piece of the name (of the last such item when `last`, which is what
+    pyopencl does for platforms, of the first for devices). None if nothing fits."""
+    if not answer:
+        return items[0] if items else None
+    try:
+        index = int(answer)
+    except ValueError:
+        pass
+    else:
+        if 0 <= index < len(items):
+            return items[index]
+    found = [item for item in items if answer.lower() in name_of(item).lower()]
+    if not found:
+        return None
+    return found[-1] if last else found[0]
+
+
+def match_device_spec(spec: str, rows: list[tuple[str, str, object]]):
+    """The device `spec` names, read as pyopencl reads PYOPENCL_CTX; None if it names none.
+
+    pyopencl splits the value at ':' into answers to its two questions, "which platform?" and
+    "which device(s)?": `1:0`, `1` (its first device), `:` and `:0` (the first platform),
+    `portable:0` and `1:pthread` (pieces of names), `0:0,1` (several devices: Kuiper uses one,
+    the first). Kuiper also takes a piece of a device's (or platform's) name alone, `H100`, that
+    pyopencl would read as a platform name only.
+    """
+    platforms: dict[str, list] = {}  # "P" -> the devices of platform P, in order
+    for index, _label, dev in rows:
+        platforms.setdefault(index.split(":")[0], []).append(dev)
+    groups = list(platforms.values())
+    answers = spec.split(":")
+    if len(answers) <= 2:
+        devices = _pick(groups, answers[0], lambda devs: devs[0].platform.name, last=True)
+        if devices is not None and len(answers) == 1:
+            return devices[0]
+        if devices is not None:
+            chosen = [_pick(devices, a, lambda d: d.name) for a in answers[1].split(",")]
+            if all(d is not None for d in chosen):
+                return chosen[0]
+    if ":" not in spec:
+        for _index, label, dev in rows:
+            vendor = getattr(dev.platform, "vendor", "")
+            if spec.lower() in f"{label} {vendor}".lower():
+                return dev
+    return None
+
+
 def choose_device(device: str | None = None):
     cl = _cl()
     rows = list_devices()
     if not rows:
         raise OpenCLUnavailableError(f"no OpenCL platform found: {INSTALL_HINT}")
-    wanted = device if device is not None else os.environ.get("PYOPENCL_CTX")
-    if wanted:
-        for index, _label, dev in rows:
-            if wanted == index or (":" not in wanted and wanted.isdigit()
-                                   and index.startswith(wanted + ":")):
-                return dev
-        for _index, label, dev in rows:
-            if wanted.lower() in label.lower():
-                return dev
-        listing = "\n  ".join(f"{i}  {label}" for i, label, _ in rows)
-        raise OpenCLUnavailableError(f"no OpenCL device matches '{wanted}'. Devices:\n  {listing}")
+    source = "device" if device is not None else "PYOPENCL_CTX"
+    wanted = str(device) if device is not None else os.environ.get("PYOPENCL_CTX")
+    if wanted:  # an empty PYOPENCL_CTX counts as unset: Kuiper's own choice below
+        dev = match_device_spec(wanted, rows)
+        if dev is not None:
+            return dev
+        # "P:D  platform / device", without the type flags (pyopencl may list them all)
+        listing = "\n  ".join(f"{i}  {label.rsplit(' (', 1)[0]}" for i, label, _ in rows)
+        raise OpenCLUnavailableError(
+            f"no OpenCL device matches {source}={wanted!r}. Give 'P:D' (platform and device "
+            "index, or a piece of each name, as in PYOPENCL_CTX: '1:0', '1', 'portable:0', "
+            "'1:pthread', ':'), or a piece of a device name. The devices (`kuiper devices`):"
+            f"\n  {listing}")
     usable = [r for r in rows if "oclgrind" not in r[1].lower()]
     for _, _, dev in usable:
         if dev.type & cl.device_type.GPU:
@@ -226,7 +282,7 @@ class OpenCLRuntime:
     def kernel_of(self, program, name: str, label: str):
         """A fresh cl.Kernel `name` of a built `program`; a missing name is a KernelBuildError."""
         try:
-            return self.cl.Kernel(program, name)
+            return kernel_class(self.cl)(program, name)  # remembers its arguments
         except self.cl.Error as e:
             names = program.get_info(self.cl.program_info.KERNEL_NAMES)
             raise KernelBuildError(label, [], f"no kernel named '{name}' in it (it has: "

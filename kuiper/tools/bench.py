@@ -10,19 +10,33 @@ Method (what makes the numbers worth writing down):
   Before each block the machine idles for a moment, because every framework's worker threads
   keep spinning a while after their last task (OpenBLAS: ~0.1 s) and would slow the next one;
 - we report the median (typical) and the min (best case, least disturbed by other processes)
-  rather than the mean, which one hiccup can move;
+  rather than the mean, which one hiccup can move; p90/p99 show the tail (p99 of 20 runs is
+  about the slowest run: ask for more runs, or --seconds, before trusting it); throughput is
+  1 / median inferences per second, times the batch size for items per second;
+- `--seconds S` times each column for about S seconds instead of `--repeat` runs, still in
+  interleaved rounds (S / rounds per column per round, at least one run each);
 - every column is checked against the first one (max |diff|), so a fast wrong answer shows;
 - PyTorch and onnxruntime get `--threads` threads (default 2), and so do NumPy's BLAS calls
   (through threadpoolctl): ratios are only fair at equal thread counts;
 - per operator: on the CPU each layer is timed through `graph.forward(observer=...)`; on OpenCL
   the kernels are timed on the device from profiling events (`event.profile.start/end`), so the
   host's enqueue overhead is not counted there.
+
+Output: `--json` prints one JSON document instead of the tables; `--trace FILE.json` writes one
+profiled run per Kuiper backend as a Chrome trace (ui.perfetto.dev, chrome://tracing);
+`--plot FILE.png` draws the per-operator times (needs matplotlib).
+
+References and model code: `--against torch` (and torch-cuda) runs pnnx's `<stem>_pnnx.py`,
+Python code from the model's folder, so ask for it only for a model you trust. `--against
+onnxruntime` runs a plain `<stem>.onnx` beside the model; when there is none, it exports one
+from `<stem>_pnnx.py` only if you add `--trust-model-code`. Nothing else runs code from there.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import platform
 import statistics
@@ -35,7 +49,17 @@ from pathlib import Path
 import numpy as np
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError
-from kuiper.tools.options import add_plugin_option, load_plugins, shape_list
+from kuiper.tools.jsonout import add_json_option, emit
+from kuiper.tools.options import (
+    add_plugin_option,
+    check_model_path,
+    comma_list,
+    load_plugins,
+    shape_list,
+)
+from kuiper.tools.trace import spans_of
+
+log = logging.getLogger("kuiper.tools")
 
 # torch-cuda: fp32 with TF32 off everywhere (the like-for-like fp32 comparison);
 # torch-cuda-default: PyTorch's defaults (cuDNN convolutions may use TF32 tensor cores).
@@ -55,6 +79,7 @@ class Column:
     note: str = ""
     run: Callable[[], object] | None = field(default=None, repr=False)  # one inference
     profiler: Callable[[], dict[str, float]] | None = field(default=None, repr=False)
+    tracer: Callable[[], list] | None = field(default=None, repr=False)  # one run's spans
 
     @property
     def median(self) -> float:
@@ -64,17 +89,9 @@ class Column:
     def best(self) -> float:
         return min(self.runs)
 
-
-def comma_list(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
-    """argparse type: 'a,b' -> ['a', 'b'], each one of `allowed` (else a usage error)."""
-    def parse(text: str) -> list[str]:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        unknown = [t for t in items if t not in allowed]
-        if unknown:
-            raise argparse.ArgumentTypeError(f"unknown {', '.join(unknown)} (choose from "
-                                             f"{', '.join(allowed)})")
-        return items
-    return parse
+    def percentile(self, q: float) -> float:
+        """The q-th percentile of the run times (linear interpolation between runs)."""
+        return float(np.percentile(self.runs, q))
 
 
 def add_parser(sub) -> None:
@@ -82,13 +99,19 @@ def add_parser(sub) -> None:
                        "PyTorch and onnxruntime", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="path of the .pnnx.param")
-    p.add_argument("--backends", type=comma_list(("cpu", "opencl")), default=["cpu", "opencl"],
-                   help="Kuiper backends to time (default: cpu,opencl)")
-    p.add_argument("--against", type=comma_list(REFERENCES), default=[],
-                   help="references: torch (pnnx's <stem>_pnnx.py beside the model) and/or "
-                   "onnxruntime (a plain <stem>.onnx beside the model; without one, an ONNX "
-                   "export of the <stem>_pnnx.py beside it, which runs that Python file)")
+    p.add_argument("--backends", type=comma_list(("cpu", "opencl"), "backend"),
+                   default=["cpu", "opencl"], help="Kuiper backends to time (default: cpu,opencl)")
+    p.add_argument("--against", type=comma_list(REFERENCES, "reference", allow_empty=True),
+                   default=[], help="references: torch, torch-cuda[-default] (these RUN pnnx's "
+                   "Python file <stem>_pnnx.py beside the model: only for models you trust) and/or "
+                   "onnxruntime (a plain <stem>.onnx beside the model; without one, see "
+                   "--trust-model-code)")
+    p.add_argument("--trust-model-code", action="store_true",
+                   help="with --against onnxruntime and no <stem>.onnx beside the model: export "
+                   "one from <stem>_pnnx.py, which runs that Python file from the model's folder")
     p.add_argument("--repeat", type=int, default=20, help="timed runs (default: %(default)s)")
+    p.add_argument("--seconds", type=float, metavar="S", help="time each column for about S "
+                   "seconds instead of --repeat runs (still in interleaved rounds)")
     p.add_argument("--rounds", type=int, default=5, help="the timed runs are split into this "
                    "many interleaved rounds over the columns (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first "
@@ -100,17 +123,36 @@ def add_parser(sub) -> None:
     p.add_argument("--device", help="OpenCL device (see `kuiper devices`)")
     p.add_argument("--top", type=int, default=15, help="operators listed in the profile "
                    "(default: %(default)s; 0 hides the profile)")
+    add_json_option(p)
+    p.add_argument("--trace", metavar="FILE.json", help="write one profiled run per Kuiper "
+                   "backend as a Chrome trace (open it in https://ui.perfetto.dev)")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the per-operator times (needs "
+                   "matplotlib: pip install matplotlib)")
     add_plugin_option(p)
     p.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
+    check_model_path(args.model)
     params = load_plugins(args)
     if args.repeat < 1 or args.warmup < 0 or args.threads < 1 or args.rounds < 1:
         raise KuiperError("--repeat, --rounds and --threads must be at least 1, --warmup at "
                           "least 0")
+    if args.seconds is not None and not 0 < args.seconds < float("inf"):
+        raise KuiperError(f"--seconds {args.seconds:g}: give a duration above 0, e.g. 5")
+    # Output files are checked before minutes of timing, not after.
+    if args.plot:
+        from kuiper.tools.plot import require_matplotlib
+
+        require_matplotlib(args.plot)
+    if args.trace:
+        from kuiper.tools.trace import check_writable
+
+        check_writable(args.trace)
     return benchmark(args.model, args.backends, args.against, args.repeat, args.warmup,
-                     args.threads, args.input_shape, args.device, args.top, args.rounds, params)
+                     args.threads, args.input_shape, args.device, args.top, args.rounds, params,
+                     trust_model_code=args.trust_model_code, seconds=args.seconds,
+                     as_json=args.json, trace=args.trace, plot=args.plot)
 
 
 # --- timing ---------------------------------------------------------------------------------
@@ -128,22 +170,31 @@ def blas_threads(threads: int):
 
 
 def time_columns(columns: list[Column], warmup: int, repeat: int, rounds: int,
-                 advance: Callable[[Column], None]) -> None:
-    """Warm every column up, then time `repeat` runs of each in interleaved rounds."""
+                 advance: Callable[[Column], None], seconds: float | None = None) -> None:
+    """Warm every column up, then time `repeat` runs of each in interleaved rounds; with
+    `seconds`, each column runs for about that long in all (seconds / rounds per round)."""
     for column in columns:
         for _ in range(warmup):
             column.run()
             advance(column)
-    rounds = min(rounds, repeat)
-    blocks = [repeat // rounds + (i < repeat % rounds) for i in range(rounds)]
+    if seconds is None:
+        rounds = min(rounds, repeat)
+        blocks = [repeat // rounds + (i < repeat % rounds) for i in range(rounds)]
+    else:
+        blocks = [None] * rounds
     for block in blocks:
         for column in columns:
             time.sleep(SETTLE_SECONDS)
-            for _ in range(block):
+            block_start = time.perf_counter()
+            done = 0
+            # A count, or a time budget: at least one run either way.
+            while done < 1 or (block is not None and done < block) or (
+                    block is None and time.perf_counter() - block_start < seconds / rounds):
                 start = time.perf_counter()
                 column.run()
                 column.runs.append(time.perf_counter() - start)
                 advance(column)
+                done += 1
 
 
 def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) -> Column:
@@ -162,9 +213,10 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
         column.note = f"{len(graph.fallbacks)} operator(s) fall back to the CPU"
     column.outputs = graph.forward(*inputs)
     column.run = lambda: graph.forward(*inputs)
-    if args["top"] > 0:
+    if args["top"] > 0 or args["plot"]:
         column.profiler = lambda: (opencl_profile(graph, inputs) if backend == "opencl"
                                    else cpu_profile(graph, inputs))
+    column.tracer = lambda: spans_of(graph, inputs)
     return column
 
 
@@ -278,10 +330,17 @@ def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column
 
     import onnxruntime as ort
 
+    from kuiper.tools.reference import torch_module_path
+
     with tempfile.TemporaryDirectory(prefix="kuiper-bench-") as folder:
         model = plain_onnx_path(path)
         source = model.name
-        if not model.exists():
+        if not model.is_file():
+            if not args["trust_model_code"]:
+                # The export would run <stem>_pnnx.py: Python code from the model's folder.
+                raise KuiperError(f"no {model.name} beside the model; to export one from "
+                                  f"{torch_module_path(path).name} (which runs that Python "
+                                  "file) add --trust-model-code")
             try:
                 model = export_onnx(path, inputs, folder, args["params"])
             except ImportError:
@@ -343,7 +402,9 @@ def progress_bar():
 
 def benchmark(path: str, backends: list[str], against: list[str], repeat: int, warmup: int,
               threads: int, input_shapes=None, device: str | None = None, top: int = 15,
-              rounds: int = 5, params=None) -> int:
+              rounds: int = 5, params=None, trust_model_code: bool = False,
+              seconds: float | None = None, as_json: bool = False, trace: str | None = None,
+              plot: str | None = None) -> int:
     import kuiper
     from kuiper.summary import human, operator_rows
     from kuiper.tools.inputs import random_inputs
@@ -351,18 +412,21 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
     probe = kuiper.load(path, input_shapes=input_shapes, params=params)  # fails early if bad
     inputs = random_inputs(probe.inputs)
     flops = sum(r["flops"] for r in operator_rows(probe))
-    print(f"model: {path}")
-    print("input: " + ", ".join(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in inputs)
-          + f"; {human(flops)} FLOPs per inference")
-    print(f"machine: {machine_line()}")
+    say = print if not as_json else (lambda *_a, **_k: None)  # --json: the document only
+    say(f"model: {path}")
+    say("input: " + ", ".join(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in inputs)
+        + f"; {human(flops)} FLOPs per inference")
+    say(f"machine: {machine_line()}")
     busy = busy_warning()
     if busy:
-        print(busy)
-    print(f"{warmup} warm-up run(s), then median and min of {repeat} timed run(s) per column, "
-          f"interleaved in {min(rounds, repeat)} round(s)\n")
+        log.warning(busy.removeprefix("warning: "))
+    how_many = (f"about {seconds:g} s of timed runs" if seconds is not None
+                else f"{repeat} timed run(s)")
+    say(f"{warmup} warm-up run(s), then {how_many} per column, interleaved in "
+        f"{rounds if seconds is not None else min(rounds, repeat)} round(s)\n")
 
     args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top,
-            "params": params}
+            "params": params, "trust_model_code": trust_model_code, "plot": plot}
     jobs: list[tuple[str, Callable]] = []
     for b in backends:
         jobs.append((f"kuiper {b}", lambda b=b: bench_kuiper(path, b, inputs, args)))
@@ -385,15 +449,76 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
                 if name.startswith("kuiper"):
                     raise
                 skipped.append(f"{name}: skipped, {why(e)}")
-        tasks = {id(c): bar.add_task(c.label, total=warmup + repeat) if bar is not None
+        total = warmup + repeat if seconds is None else None  # None: rich shows no end
+        tasks = {id(c): bar.add_task(c.label, total=total) if bar is not None
                  else None for c in columns}
         time_columns(columns, warmup, repeat, rounds,
-                     lambda c: bar.advance(tasks[id(c)]) if bar is not None else None)
+                     lambda c: bar.advance(tasks[id(c)]) if bar is not None else None,
+                     seconds)
         for column in columns:
             if column.profiler is not None:
                 column.profile = column.profiler()
-    report(columns, skipped, probe, top)
+        traced = [(c.label, c.tracer()) for c in columns if trace and c.tracer is not None]
+    batch = inputs[0].shape[0] if inputs and inputs[0].ndim else 1
+    outputs_written = write_files(columns, probe, trace, traced, plot, top)
+    if as_json:
+        emit(bench_document(path, inputs, flops, columns, skipped, probe, batch, warmup,
+                            rounds, outputs_written))
+        return 0
+    report(columns, skipped, probe, top, batch)
+    for line in outputs_written:
+        print(line)
     return 0
+
+
+def write_files(columns: list[Column], probe, trace, traced, plot, top: int) -> list[str]:
+    """--trace and --plot; returns what was written, one line each."""
+    lines = []
+    if trace:
+        from kuiper.tools.trace import write_trace
+
+        count = write_trace(trace, traced)
+        lines.append(f"trace: {count} operator events in {trace} (open in "
+                     "https://ui.perfetto.dev)")
+    if plot:
+        from kuiper.tools.plot import plot_profile
+
+        profiled = {c.label.split(" (")[0]: c.profile for c in columns if c.profile}
+        if profiled:
+            plot_profile(plot, profiled, {op.name: op.type for op in probe.order},
+                         max(top, 1))
+            lines.append(f"plot: {plot}")
+    return lines
+
+
+def summary_numbers(column: Column, batch: int) -> dict:
+    """Timing statistics of one column, in ms and per second."""
+    return {"runs": len(column.runs), "median_ms": column.median * 1e3,
+            "min_ms": column.best * 1e3, "p50_ms": column.percentile(50) * 1e3,
+            "p90_ms": column.percentile(90) * 1e3, "p99_ms": column.percentile(99) * 1e3,
+            "inferences_per_s": 1 / column.median if column.median else None,
+            "items_per_s": batch / column.median if column.median else None}
+
+
+def bench_document(path, inputs, flops, columns, skipped, probe, batch, warmup, rounds,
+                   written) -> dict:
+    """`kuiper bench --json`."""
+    from kuiper.tools.testing import max_abs_diff
+
+    first = columns[0] if columns else None
+    types = {op.name: op.type for op in probe.order}
+    return {
+        "model": path, "machine": machine_line(), "batch": batch, "flops": flops,
+        "inputs": [{"shape": list(x.shape), "dtype": x.dtype.name} for x in inputs],
+        "warmup": warmup, "rounds": rounds, "skipped": skipped, "files": written,
+        "columns": [{"label": c.label, "note": c.note, **summary_numbers(c, batch),
+                     "runs_ms": [t * 1e3 for t in c.runs],
+                     "max_abs_diff": max((max_abs_diff(a, b) for a, b in
+                                          zip(c.outputs, first.outputs)), default=0.0),
+                     "profile_ms": [{"operator": name, "type": types.get(name, "?"),
+                                     "ms": seconds * 1e3} for name, seconds in
+                                    sorted(c.profile.items(), key=lambda kv: -kv[1])]}
+                    for c in columns]}
 
 
 def why(error: Exception) -> str:
@@ -406,7 +531,7 @@ def why(error: Exception) -> str:
     return f"it failed: {type(error).__name__}: {error}"
 
 
-def report(columns: list[Column], skipped: list[str], probe, top: int) -> None:
+def report(columns: list[Column], skipped: list[str], probe, top: int, batch: int = 1) -> None:
     from kuiper.table import print_table
     from kuiper.tools.testing import max_abs_diff
 
@@ -417,14 +542,20 @@ def report(columns: list[Column], skipped: list[str], probe, top: int) -> None:
         return
     ref = next((c for c in columns if c.label.startswith("torch")), columns[0])
     first = columns[0]
-    rows = [("", "median ms", "min ms", f"vs {ref.label.split()[0]}", "max |diff|", "")]
+    rows = [("", "median ms", "min ms", "p90 ms", "p99 ms", "inf/s", "items/s",
+             f"vs {ref.label.split()[0]}", "max |diff|", "")]
     for c in columns:
         diffs = [max_abs_diff(a, b) for a, b in zip(c.outputs, first.outputs)]
+        n = summary_numbers(c, batch)
         rows.append((c.label, f"{c.median * 1e3:.3f}", f"{c.best * 1e3:.3f}",
+                     f"{n['p90_ms']:.3f}", f"{n['p99_ms']:.3f}",
+                     f"{n['inferences_per_s']:.4g}", f"{n['items_per_s']:.4g}",
                      f"{c.median / ref.median:.2f}x", f"{max(diffs, default=0.0):.2g}", c.note))
     print_table(rows)
     print(f"\n'vs {ref.label.split()[0]}' = median / median of {ref.label.split()[0]} "
-          "(below 1: faster); max |diff| is against the first row's outputs")
+          "(below 1: faster); max |diff| is against the first row's outputs; median = p50; "
+          f"inf/s = 1 / median, items/s = batch ({batch}) / median; runs per column: "
+          + ", ".join(str(len(c.runs)) for c in columns))
 
     profiled = [c for c in columns if c.profile]
     if top <= 0 or not profiled:

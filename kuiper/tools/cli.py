@@ -1,43 +1,59 @@
 """The `kuiper` command line (also `python -m kuiper`).
 
-    kuiper info MODEL               operators, shapes, parameters, FLOPs
-    kuiper run MODEL --input x.npy  run it (an image works too), top-5 for classifiers
+    kuiper info MODEL               operators, shapes, parameters, FLOPs (--json, --dot)
+    kuiper run MODEL --input x.npy  run it (images, a folder: a batch), classify or detect
     kuiper ops                      which PNNX operator types each backend supports
     kuiper devices                  OpenCL devices, and the one Kuiper picks
     kuiper demo                     the handwritten-digits demo, checked against PyTorch
     kuiper bench MODEL              timings, per-operator profile, ratios to PyTorch/onnxruntime
+    kuiper fuzz --cases 2000        mutated models in a sandbox: every bad file must be refused
 
 Each subcommand is one `add_<name>_parser(sub)` function that declares its arguments and sets
 `func`, the function that runs it and returns the exit status. Subcommands that live in their own
-module (bench, compare, course) expose `add_parser(sub)` and are listed in COMMAND_MODULES.
+module (bench, compare, course, fuzz) expose `add_parser(sub)` and are listed in COMMAND_MODULES.
 Those modules import nothing from this one: the CLI sits on top of the tools, not among them.
 
+`-v`/`-vv`/`-q` (before the command) set how much the `kuiper` logger prints on stderr
+(tools/logs.py). `--json` (info, ops, devices, bench, compare) prints one JSON document on stdout
+instead of the text (tools/jsonout.py).
+
 Exit status: 0 success, 1 a KuiperError (printed as `kuiper: error: ...`, without a traceback:
-the message already says what is wrong and how to fix it), 2 a usage error (argparse).
+the message already says what is wrong and how to fix it), 2 a usage error (argparse, through
+options.KuiperArgumentParser: also one `kuiper: error: ...` line, and no abbreviated options).
+File arguments are checked before the model runs (tools/inputs.py: require_file), so a typo
+in `--labels` does not cost an inference first.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
-from kuiper.errors import KuiperError, OpenCLUnavailableError
+from kuiper.errors import KuiperError, OpenCLUnavailableError, UnsupportedOperatorError
 from kuiper.table import print_table
-from kuiper.tools.options import add_plugin_option, load_plugins, shape_list
+from kuiper.tools.jsonout import add_json_option, emit
+from kuiper.tools.logs import configure as configure_logging
+from kuiper.tools.options import (
+    KuiperArgumentParser,
+    add_plugin_option,
+    check_model_path,
+    load_plugins,
+    shape_list,
+)
 
 # Modules that contribute a subcommand through `add_parser(sub)` (imported when the parser is
 # built, so `kuiper --version` does not pay for them).
-COMMAND_MODULES = ("kuiper.tools.bench", "kuiper.tools.compare", "kuiper.tools.course")
+COMMAND_MODULES = ("kuiper.tools.bench", "kuiper.tools.compare", "kuiper.tools.course",
+                   "kuiper.tools.fuzz.cli", "kuiper.tools.convert")
 BACKEND_CHOICES = ("cpu", "opencl")
 TOP_K = 5
 FOLDED = ("pnnx.Attribute",)
+log = logging.getLogger("kuiper.tools")
 
 
 # --- helpers shared by several subcommands ------------------------------------------------------
@@ -58,6 +74,7 @@ def load_model(args: argparse.Namespace, **options):
 
     if args.backend == "opencl" and args.device:
         options["device"] = args.device
+    check_model_path(args.model)
     params = load_plugins(args)
     return kuiper.load(args.model, backend=args.backend, input_shapes=args.input_shape,
                        params=params, **options)
@@ -65,97 +82,77 @@ def load_model(args: argparse.Namespace, **options):
 
 # --- info ---------------------------------------------------------------------------------------
 def add_info_parser(sub) -> None:
-    p = sub.add_parser("info", help="operators, shapes, parameters and FLOPs of a model")
+    p = sub.add_parser("info", help="operators, shapes, parameters and FLOPs of a model",
+                       epilog="To look at the graph: --dot writes Graphviz DOT (render with "
+                       "`dot -Tsvg model.dot -o model.svg`); Netron (https://netron.app) "
+                       "opens a .pnnx.param directly.")
     add_model_options(p)
+    add_json_option(p)
+    p.add_argument("--dot", nargs="?", const="-", metavar="FILE",
+                   help="write the graph as Graphviz DOT to FILE (stdout without FILE): "
+                   "operators as nodes with type and output shape, operands as edges")
     p.set_defaults(func=cmd_info)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    graph = load_model(args)
+    if args.dot and args.dot != "-" and not Path(args.dot).parent.is_dir():
+        raise KuiperError(f"--dot {args.dot}: the folder {Path(args.dot).parent} does not exist")
+    try:
+        graph = load_model(args)
+    except UnsupportedOperatorError as e:
+        print_unbuilt(args, e)  # still show the model, then the error (exit status 1)
+        raise
+    if args.dot:
+        from kuiper.tools.dot import to_dot
+
+        if args.dot == "-":
+            sys.stdout.write(to_dot(graph))
+            return 0
+        try:
+            Path(args.dot).write_text(to_dot(graph))
+        except OSError as e:
+            raise KuiperError(f"--dot {args.dot}: cannot be written ({e.strerror or e})") from None
+        if not args.json:
+            print(f"wrote {args.dot} (render: dot -Tsvg {args.dot} -o graph.svg)")
+    if args.json:
+        emit(info_document(graph))
+        return 0
     print(f"model: {graph.param_path}")
     print(graph.summary())
     return 0
 
 
-# --- run ----------------------------------------------------------------------------------------
+def info_document(graph) -> dict:
+    """`kuiper info --json`: what the summary table shows, as data."""
+    from kuiper.summary import operator_rows
+    from kuiper.tools.jsonout import port_dict
+
+    rows = operator_rows(graph)
+    fallback = {op.name for op in graph.fallbacks}
+    for row in rows:
+        row["fallback"] = row["name"] in fallback
+    return {"model": graph.param_path, "backend": graph.backend,
+            "inputs": [port_dict(p) for p in graph.inputs],
+            "outputs": [port_dict(p) for p in graph.outputs],
+            "operators": rows, "parameters": sum(r["params"] for r in rows),
+            "flops": sum(r["flops"] for r in rows)}
+
+
+def print_unbuilt(args: argparse.Namespace, error: UnsupportedOperatorError) -> None:
+    """The model as parsed, the operators without a layer marked: it can be inspected even if
+    it cannot run yet (kuiper/summary.py: parsed_summary)."""
+    import kuiper
+    from kuiper.summary import parsed_summary
+
+    graph = kuiper.RuntimeGraph(args.model, backend=args.backend, params=load_plugins(args))
+    graph.init()
+    print(f"model: {graph.param_path}")
+    print(parsed_summary(graph, getattr(error, "operators", [])))
+
+
+# --- run (kuiper/tools/run.py: images, tasks, pre- and post-processing) ---------------------
 def add_run_parser(sub) -> None:
-    p = sub.add_parser("run", help="run a model on a .npy array or an image",
-                       description="Run a model. An image (needs Pillow) is resized to the "
-                       "model's input size and scaled to [0, 1]; 3-channel inputs are then "
-                       "normalised with the ImageNet mean and std.")
-    add_model_options(p)
-    p.add_argument("--input", action="append", metavar="FILE",
-                   help=".npy array or image; repeat for models with several inputs "
-                   "(default: seeded random inputs)")
-    p.add_argument("--output", metavar="FILE", help="save the output: .npy (one output) or "
-                   ".npz (all outputs, by name)")
-    p.add_argument("--labels", metavar="FILE", help="class names, one per line, for the top-5")
-    p.set_defaults(func=cmd_run)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from kuiper.tools.inputs import load_input, random_inputs
-
-    if args.output and not args.output.endswith((".npy", ".npz")):
-        raise KuiperError(f"--output {args.output}: use a .npy or .npz file name")
-    graph = load_model(args)
-    ports = graph.inputs
-    if args.input:
-        if len(args.input) != len(ports):
-            raise KuiperError(f"the model has {len(ports)} input(s) "
-                              f"({', '.join(str(p) for p in ports)}), got {len(args.input)} "
-                              "--input file(s)")
-        inputs = [load_input(path, port) for path, port in zip(args.input, ports)]
-    else:
-        inputs = random_inputs(ports)
-        print("no --input given: using seeded random inputs")
-    for port, x in zip(ports, inputs):
-        print(f"input  {port.name}: {'x'.join(map(str, x.shape))} {x.dtype}")
-
-    start = time.perf_counter()
-    outputs = [np.asarray(y) for y in graph.forward(*inputs)]
-    seconds = time.perf_counter() - start
-    labels = Path(args.labels).read_text().splitlines() if args.labels else None
-    for port, y in zip(graph.outputs, outputs):
-        stats = ""
-        if y.size and np.issubdtype(y.dtype, np.number):
-            stats = f"  min {y.min():.4g}  mean {y.mean():.4g}  max {y.max():.4g}"
-        print(f"output {port.name}: {'x'.join(map(str, y.shape)) or 'scalar'} {y.dtype}{stats}")
-        if y.ndim == 2 and y.shape[1] > 1 and np.issubdtype(y.dtype, np.floating):
-            print_top_k(y, labels)
-    print(f"{args.backend}: {seconds * 1e3:.2f} ms (first run, includes one-time work)")
-    if args.output:
-        save_outputs(args.output, graph.outputs, outputs)
-        print(f"saved {args.output}")
-    return 0
-
-
-def print_top_k(logits: np.ndarray, labels: Sequence[str] | None, rows: int = 4) -> None:
-    """Top-5 classes per sample, with softmax probabilities (for classifier outputs N x C)."""
-    from kuiper.tools.postprocess import softmax_topk
-
-    probs, classes = softmax_topk(logits, TOP_K)
-    for n in range(min(rows, len(probs))):
-        cells = []
-        for p, c in zip(probs[n], classes[n]):
-            name = labels[c] if labels is not None and c < len(labels) else f"class {c}"
-            cells.append(f"{name} {p:.1%}")
-        print(f"  top-{len(cells)}" + (f" [{n}]" if len(probs) > 1 else "") + ": "
-              + ", ".join(cells))
-    if len(probs) > rows:
-        print(f"  ... {len(probs) - rows} more samples")
-
-
-def save_outputs(path: str, ports, outputs: list[np.ndarray]) -> None:
-    if path.endswith(".npz"):
-        np.savez(path, **{port.name: y for port, y in zip(ports, outputs)})
-    elif path.endswith(".npy"):
-        if len(outputs) != 1:
-            raise KuiperError(f"the model has {len(outputs)} outputs: save them with "
-                              "--output FILE.npz")
-        np.save(path, outputs[0])
-    else:
-        raise KuiperError(f"--output {path}: use a .npy or .npz file name")
+    importlib.import_module("kuiper.tools.run").add_parser(sub, add_model_options, load_model)
 
 
 # --- ops ----------------------------------------------------------------------------------------
@@ -164,6 +161,7 @@ def add_ops_parser(sub) -> None:
     p.add_argument("--backend", choices=BACKEND_CHOICES,
                    help="list only the types this backend runs natively")
     add_plugin_option(p)
+    add_json_option(p)
     p.set_defaults(func=cmd_ops)
 
 
@@ -176,7 +174,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
         opencl = registry.supported("opencl")
     except ImportError as e:  # a broken OpenCL install must not hide the CPU list
         opencl = {}
-        print(f"(OpenCL layers could not be imported: {e})")
+        log.warning("OpenCL layers could not be imported: %s", e)
     types = sorted(set(cpu) | set(opencl))
     if args.backend:
         types = [t for t in types if t in (cpu if args.backend == "cpu" else opencl)]
@@ -190,6 +188,12 @@ def cmd_ops(args: argparse.Namespace) -> int:
         files = dict.fromkeys(layer_source_file(c) for c in classes)
         sources = dict.fromkeys(registry.origin(c) for c in classes)
         rows.append((t, "yes" if t in cpu else "-", on_cl, ", ".join(files), ", ".join(sources)))
+    if args.json:
+        emit({"types": [dict(zip(("type", "cpu", "opencl", "files", "from"), row))
+                        for row in rows[1:]],
+              "count": len(types), "cpu": sum(t in cpu for t in types),
+              "opencl": sum(t in opencl for t in types)})
+        return 0
     print_table(rows)
     print(f"\n{len(types)} types: {sum(t in cpu for t in types)} on cpu, "
           f"{sum(t in opencl for t in types)} on opencl. On OpenCL, a type without its own "
@@ -207,6 +211,7 @@ def layer_source_file(cls: type) -> str:
 # --- devices ------------------------------------------------------------------------------------
 def add_devices_parser(sub) -> None:
     p = sub.add_parser("devices", help="list OpenCL devices and the one Kuiper picks")
+    add_json_option(p)
     p.set_defaults(func=cmd_devices)
 
 
@@ -227,11 +232,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
     except OpenCLUnavailableError as e:
         default, why = None, str(e)
     table = [("", "device", "platform / name", "type", "units", "memory")]
+    found = []
     for index, label, dev in rows:
         mark = "*" if default is not None and dev == default else ""
         kind = "simulator" if "oclgrind" in label.lower() else device_kind(cl, dev)
         table.append((mark, index, label.rsplit(" (", 1)[0], kind, str(dev.max_compute_units),
                       f"{dev.global_mem_size / 2**30:.1f} GiB"))
+        found.append({"index": index, "name": label.rsplit(" (", 1)[0], "type": kind,
+                      "compute_units": dev.max_compute_units,
+                      "memory_bytes": dev.global_mem_size, "default": bool(mark)})
+    if args.json:
+        emit({"devices": found, "default": next((d["index"] for d in found if d["default"]),
+                                                None),
+              "no_default_reason": None if default is not None else why})
+        return 0
     print_table(table)
     if default is None:
         print(f"\nno default device: {why}")
@@ -267,25 +281,61 @@ BUILTIN_COMMANDS: tuple[Callable, ...] = (add_info_parser, add_run_parser, add_o
 def build_parser() -> argparse.ArgumentParser:
     from kuiper import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = KuiperArgumentParser(
         prog="kuiper", description="Kuiper: an educational inference engine for PNNX models "
         "(NumPy and OpenCL backends).", epilog="`kuiper COMMAND -h` shows a command's options.")
     parser.add_argument("--version", action="version", version=f"kuiper {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="say more on stderr: -v progress (INFO), -vv details (DEBUG)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="errors only on stderr (no warnings)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in BUILTIN_COMMANDS:
         add(sub)
     for name in COMMAND_MODULES:
         importlib.import_module(name).add_parser(sub)
+    for command_parser in sub.choices.values():  # so an unknown option is reported by it
+        command_parser.set_defaults(command_parser=command_parser)
+        add_verbosity_options(command_parser)
     return parser
+
+
+def add_verbosity_options(p: argparse.ArgumentParser) -> None:
+    """-v/-q after the command too (`kuiper run m.pnnx.param -q`), as people type them.
+
+    SUPPRESS as the default: a subcommand that was not given -v keeps the top-level value.
+    A command that uses -v or -q for something of its own keeps it."""
+    for flags, options in ((("-v", "--verbose"), {"action": "count"}),
+                           (("-q", "--quiet"), {"action": "store_true"})):
+        try:
+            p.add_argument(*flags, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **options)
+        except argparse.ArgumentError:
+            pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # name the command whose options they are not, as `kuiper bench: ...`
+        getattr(args, "command_parser", parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}")
+    undo_logging = configure_logging(args.verbose, args.quiet)
+    try:
+        return run_parsed(parser, args)
+    finally:
+        undo_logging()
+
+
+def run_parsed(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Run the chosen command, turning a KuiperError into one `kuiper: error:` line."""
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
+        print("kuiper: error: no command given: choose one of those above", file=sys.stderr)
         return 2
     try:
+        from kuiper.tools.convert import convert_model_argument
+
+        convert_model_argument(args)  # a MODEL.onnx / .pt becomes its converted .pnnx.param
         return int(args.func(args) or 0)
     except KuiperError as e:
         sys.stdout.flush()

@@ -6,6 +6,16 @@ difference of each other backend, and mark the *first* operator whose difference
 tolerance: errors propagate, so the first one is where to look. With `--against torch`, the
 graph outputs are also compared with pnnx's PyTorch module, and so are the intermediate outputs
 of operators that are `nn.*` modules there (pnnx names those modules after the operators).
+That module is the Python file `<stem>_pnnx.py` beside the model, and `--against torch` runs it:
+only ask for it for a model folder you trust. Without it, nothing from the folder is executed.
+
+Tolerance rules: floats within `RTOL x max(1, max |reference|)` (kuiper/tools/testing.py), with
+one exception for order. torch.topk(sorted=False) returns the k winners in an order PyTorch
+does not define: its CPU kernel leaves them as std::nth_element (libstdc++'s introselect) does,
+or sorted when k is small next to the dim, and its CUDA kernel otherwise again. Kuiper returns
+them sorted, on both backends. So the outputs of such an operator (values and indices) are
+compared as *sets*: both sides sorted along the topk dim first (`unordered_axis`). Operators
+after it see the two orders and may differ for real; sort in the model if that matters.
 """
 
 from __future__ import annotations
@@ -17,7 +27,9 @@ import numpy as np
 
 import kuiper
 from kuiper.table import print_table
-from kuiper.tools.options import add_plugin_option, load_plugins
+from kuiper.tools.inputs import load_input
+from kuiper.tools.jsonout import add_json_option, emit
+from kuiper.tools.options import add_plugin_option, check_model_path, comma_list, load_plugins
 from kuiper.tools.testing import RTOL, max_abs_diff, tolerance
 
 
@@ -67,17 +79,33 @@ def trace_torch(path: str, inputs: list[np.ndarray], params=None) -> Trace:
     return trace
 
 
+def unordered_axis(op) -> int | None:
+    """The dim along which `op`'s outputs have no defined order (topk with sorted=False)."""
+    if op is None or op.type != "torch.topk" or op.param("sorted", True) is not False:
+        return None
+    return getattr(op.layer, "axis", None)
+
+
+def as_sets(arrays: list, axis: int | None) -> list:
+    """Outputs to compare: as given, or sorted along `axis` when their order is undefined."""
+    if axis is None:
+        return list(arrays)
+    return [np.sort(np.asarray(a), axis=axis) for a in arrays]
+
+
 def relative(diff: float, ref) -> float:
     scale = float(np.abs(np.asarray(ref, dtype=np.float64)).max()) if np.size(ref) else 0.0
     return diff / scale if scale > 0 else diff
 
 
 def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarray] | None,
-            device: str | None = None, rtol: float = RTOL, params=None) -> int:
+            device: str | None = None, rtol: float = RTOL, params=None,
+            as_json: bool = False) -> int:
     """Run, print the per-operator table, return the process exit code (1 on a mismatch).
 
     A difference over the tolerance is marked with `!`, and the first operator that has one
-    with `>>`: errors propagate, so that is where to look."""
+    with `>>`: errors propagate, so that is where to look. `as_json`: the same facts as one
+    JSON document (operators, outputs, first_bad, ok) instead of the text."""
     traces, graph = [], None
     for backend in backends:
         if graph is None:
@@ -99,14 +127,20 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
     rows = [header]
 
     first_bad = None
+    records = []  # the same facts for --json
     for op in graph.order:
         if op.name not in ref.outputs:
             continue
         cells, bad = [], False
+        record = {"operator": op.name, "type": op.type, "line": op.line, "diffs": {},
+                  "ms": {t.label: t.seconds.get(op.name, 0) * 1e3 for t in traces}}
         for t in others:
             key = op.name if t is not torch_trace else op.name.replace(".", "_")
             theirs = t.outputs.get(key)
             mine = ref.outputs[op.name]
+            if theirs is not None:  # topk(sorted=False): compared as sets (module docstring)
+                axis = unordered_axis(op)
+                theirs, mine = as_sets(theirs, axis), as_sets(mine, axis)
             if theirs is None or len(theirs) != len(mine) or any(
                     np.shape(a) != np.shape(b) for a, b in zip(theirs, mine)):
                 cells += ["-", "-"]
@@ -116,27 +150,42 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
             over = any(max_abs_diff(a, b) > tolerance(b, rtol) for a, b in zip(theirs, mine))
             bad |= over
             cells += [f"{diff:.2e}" + ("!" if over else ""), f"{rel:.2e}"]
+            record["diffs"][t.label] = {"max_abs": diff, "rel": rel, "over": bool(over)}
         times = [f"{t.seconds.get(op.name, 0) * 1e3:.3f}" for t in traces]
         name = op.name
         if bad and first_bad is None:
             first_bad = op
             name = f">> {op.name}"
         rows.append([name, op.type, *cells, *times])
-    print(f"{path}: differences against {ref.label} (tolerance {rtol:g} x max(1, |ref|max); "
-          "! = over it)")
-    print_table(rows, right=range(2, len(header)))
+        records.append(record)
+    say = print if not as_json else (lambda *_a, **_k: None)  # --json: the document only
+    say(f"{path}: differences against {ref.label} (tolerance {rtol:g} x max(1, |ref|max); "
+        "! = over it)")
+    if not as_json:
+        print_table(rows, right=range(2, len(header)))
 
     failed = False
+    finals = []
     for t in others:
         for i, (a, b) in enumerate(zip(t.final, ref.final)):
+            operand = graph.output_operands[i] if i < len(graph.output_operands) else None
+            a, b = as_sets([a, b], unordered_axis(operand.producer if operand else None))
             diff, tol = max_abs_diff(a, b), tolerance(b, rtol)
             ok = diff <= tol
             failed |= not ok
-            print(f"output {i}: {t.label} vs {ref.label}: max abs {diff:.3e} "
-                          f"(tolerance {tol:.1e}) {'ok' if ok else 'MISMATCH'}")
+            finals.append({"output": i, "against": t.label, "max_abs": diff, "tolerance": tol,
+                           "ok": bool(ok)})
+            say(f"output {i}: {t.label} vs {ref.label}: max abs {diff:.3e} "
+                f"(tolerance {tol:.1e}) {'ok' if ok else 'MISMATCH'}")
     if first_bad is not None:
-        print(f"first operator over tolerance: {first_bad.name} ({first_bad.type}, "
-                      f"line {first_bad.line})")
+        say(f"first operator over tolerance: {first_bad.name} ({first_bad.type}, "
+            f"line {first_bad.line})")
+    if as_json:
+        emit({"model": path, "reference": ref.label, "rtol": rtol,
+              "compared": [t.label for t in others], "operators": records, "outputs": finals,
+              "first_bad": None if first_bad is None else {
+                  "operator": first_bad.name, "type": first_bad.type, "line": first_bad.line},
+              "ok": not failed})
     return 1 if failed else 0
 
 
@@ -144,26 +193,45 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="per-operator differences between backends and PyTorch",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="path of the .pnnx.param")
-    p.add_argument("--input", action="append", help=".npy input (repeat for several inputs); "
+    p.add_argument("--input", action="append", metavar="FILE",
+                   help=".npy array or image, as for `kuiper run` (repeat for several inputs); "
                    "default: seeded random inputs of the model's input shapes")
-    p.add_argument("--backends", default="cpu,opencl", help="comma list; the first is the "
-                   "reference (default cpu,opencl)")
-    p.add_argument("--against", default="", help="'torch' to also compare with pnnx's PyTorch "
-                   "module (<stem>_pnnx.py beside the model)")
+    p.add_argument("--backends", type=comma_list(("cpu", "opencl"), "backend"),
+                   default=["cpu", "opencl"], help="comma list; the first is the reference "
+                   "(default cpu,opencl)")
+    p.add_argument("--against", type=comma_list(("torch",), "reference", allow_empty=True),
+                   default=[], help="'torch' to also compare with pnnx's PyTorch module: this "
+                   "RUNS the Python file <stem>_pnnx.py beside the model (only for models you "
+                   "trust)")
     p.add_argument("--device", help="OpenCL device (as PYOPENCL_CTX, or part of its name)")
-    p.add_argument("--rtol", type=float, default=RTOL,
+    p.add_argument("--rtol", type=tolerance_factor, default=RTOL,
                    help="tolerance factor (default %(default)g)")
+    add_json_option(p)
     add_plugin_option(p)
     p.set_defaults(func=run_command)
 
 
+def tolerance_factor(text: str) -> float:
+    """argparse type for --rtol: a number >= 0 (NaN would make every comparison fail)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"'{text}': expected a finite number >= 0, e.g. 1e-4")
+    return value
+
+
 def run_command(args: argparse.Namespace) -> int:
+    check_model_path(args.model)
     params = load_plugins(args)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    against = [a.strip() for a in args.against.split(",") if a.strip()]
-    unknown = [a for a in against if a != "torch"]
-    if unknown:
-        raise kuiper.KuiperError(f"--against: unknown reference {', '.join(unknown)} "
-                                 "(supported: torch)")
-    x = [np.load(p) for p in args.input] if args.input else None
-    return compare(args.model, backends, against, x, args.device, args.rtol, params)
+    x = None
+    if args.input:
+        ports = kuiper.load(args.model, params=params).inputs
+        if len(args.input) != len(ports):
+            raise kuiper.InputError(f"the model has {len(ports)} input(s) "
+                                    f"({', '.join(str(p) for p in ports)}), got "
+                                    f"{len(args.input)} --input file(s)")
+        x = [load_input(path, port) for path, port in zip(args.input, ports)]
+    return compare(args.model, args.backends, args.against, x, args.device, args.rtol, params,
+                   as_json=args.json)

@@ -21,19 +21,24 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import functools
 import importlib
 import importlib.util
 import inspect
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import types
 from pathlib import Path
 
 import numpy as np
 
 from kuiper.errors import KuiperError
+from kuiper.tools.course_report import REPORT_ENV
 
 ENV = "KUIPER_COURSE_IMPL"
 
@@ -41,11 +46,14 @@ ENV = "KUIPER_COURSE_IMPL"
 def course_dir() -> Path:
     """course_notes/ of the checkout Kuiper runs from (an editable install of a clone), or the
     folder named by $KUIPER_COURSE_DIR (a copy of the course elsewhere)."""
-    here = Path(os.environ.get("KUIPER_COURSE_DIR") or
-                Path(__file__).resolve().parents[2] / "course_notes")
+    chosen = os.environ.get("KUIPER_COURSE_DIR")
+    here = Path(chosen or Path(__file__).resolve().parents[2] / "course_notes")
     if not here.is_dir():
-        raise KuiperError(f"{here} not found: the course lives in the git checkout; clone the "
-                          "repository and `pip install -e .` it to follow the lessons")
+        problem = "is not a folder" if os.path.lexists(here) else "not found"
+        where = ("KUIPER_COURSE_DIR should name the course_notes/ folder of a copy of the course"
+                 if chosen else "the course lives in the git checkout; clone the repository and "
+                 "`pip install -e .` it to follow the lessons")
+        raise KuiperError(f"{here} {problem}: {where}")
     return here
 
 
@@ -122,6 +130,89 @@ def reference_table(test_file: Path) -> dict[str, str]:
 
 def lesson_test_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("test_lesson*.py"))
+
+
+def untouched_stub(source: str, names, number: int) -> bool:
+    """Whether `source` (an exercises.py) still is the stub: every exercise in `names` is
+    defined and raises NotImplementedError("lesson N: ...")."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
+            texts = [ast.unparse(n.exc) for n in ast.walk(node)
+                     if isinstance(n, ast.Raise) and n.exc is not None]
+            if any("NotImplementedError" in t and f"lesson {number}:" in t for t in texts):
+                found.add(node.name)
+    return found == set(names)
+
+
+def pristine_stubs(folder: Path) -> str:
+    """The text of lesson `folder`'s exercises.py as the course ships it, whatever the student
+    wrote there: the file itself while it is still the stub, otherwise git's copy (HEAD).
+
+    The course's own tests check the stubs (they fail, they have the right signatures) through
+    this, so that a student's solved tree never turns the project's test suite red.
+    """
+    path = folder / "exercises.py"
+    number = int(folder.name.split("_", 1)[0])
+    names = [name for test in lesson_test_files(folder) for name in reference_table(test)]
+    text = path.read_text(encoding="utf-8")
+    if untouched_stub(text, names, number):
+        return text
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, check=True,
+                             capture_output=True, text=True).stdout.strip()
+        relative = path.resolve().relative_to(Path(top).resolve()).as_posix()
+        return subprocess.run(["git", "show", f"HEAD:{relative}"], cwd=top, check=True,
+                              capture_output=True, text=True).stdout
+    except (OSError, ValueError, subprocess.CalledProcessError) as e:
+        raise KuiperError(f"{path} is solved (or edited) and git has no pristine copy of it "
+                          f"({e}): the stubs are only checked in a git checkout") from None
+
+
+def pristine_copy(destination: Path) -> Path:
+    """A copy of the course in `destination` with every lesson's stubs as shipped."""
+    destination = Path(destination)
+    shutil.copytree(course_dir(), destination,
+                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    for folder in lessons().values():
+        (destination / folder.name / "exercises.py").write_text(pristine_stubs(folder),
+                                                                encoding="utf-8")
+    return destination
+
+
+@contextlib.contextmanager
+def quiet_output():
+    """Hide everything printed inside the block, C++ included; show it if the block fails.
+
+    pnnx prints its passes (and a line per operator it ignores) from C++, straight to the
+    process's file descriptors 1 and 2: `contextlib.redirect_stdout` only swaps Python's
+    `sys.stdout` and cannot catch it. Pointing the descriptors themselves at a file can.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as log:
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+        except BaseException:
+            log.seek(0)
+            sys.stderr.write(log.read().decode(errors="replace")[-4000:])
+            raise
+        finally:
+            for fd in saved:
+                os.close(fd)
 
 
 def _parameters(obj) -> list[tuple[str, object, object]]:
@@ -263,41 +354,93 @@ def check(number: int, extra: list[str] | None = None) -> int:
                           + ", ".join(f"{n} ({p.name})" for n, p in found.items()))
     folder = found[number]
     root = str(Path(__file__).resolve().parents[2])  # `import kuiper` from the lesson folder
-    env = dict(os.environ, **{ENV: "student"})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "pytest", str(folder), "-q", "--tb=short", "--no-header",
-           "-p", "no:cacheprovider", "--rootdir", str(folder), "-o", "addopts=",
-           "-W", "ignore"] + (extra or [])
-    print(f"checking lesson {number} ({folder.name}) against {folder / 'exercises.py'}")
-    try:
-        problems = signature_problems(folder)
-    except Exception as e:  # noqa: BLE001 - e.g. a syntax error: pytest will show it in full
-        problems = [f"exercises.py does not load: {type(e).__name__}: {e}"]
-    for problem in problems:
-        print(f"warning: {problem}")
-    code = subprocess.call(cmd, env=env, cwd=folder)
+    with tempfile.TemporaryDirectory(prefix="kuiper-course-") as scratch:
+        report_path = Path(scratch) / "report.json"
+        env = dict(os.environ, **{ENV: "student", REPORT_ENV: str(report_path)})
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        cmd = [sys.executable, "-m", "pytest", str(folder), "-q", "--tb=short", "--no-header",
+               "-p", "no:cacheprovider", "-p", "kuiper.tools.course_report",
+               "--rootdir", str(folder), "-o", "addopts=", "-W", "ignore"] + (extra or [])
+        print(f"checking lesson {number} ({folder.name}) against {folder / 'exercises.py'}")
+        try:
+            problems = signature_problems(folder)
+        except Exception as e:  # noqa: BLE001 - e.g. a syntax error: pytest will show it in full
+            problems = [f"exercises.py does not load: {type(e).__name__}: {e}"]
+        for problem in problems:
+            print(f"warning: {problem}")
+        code = subprocess.call(cmd, env=env, cwd=folder)
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+    if report is None:  # the plugin never ran: pytest itself did not start
+        raise KuiperError(f"pytest did not run lesson {number}'s tests (exit code {code}; its "
+                          "message is above); if it says there is no module named pytest, "
+                          "install the course extra: pip install -e \".[course]\"")
+    print(verdict(number, code, report))
+    return 1 if nothing_selected(report) else code
+
+
+def nothing_selected(report: dict) -> bool:
+    return not report["selected"] and not report["failures"]
+
+
+def verdict(number: int, code: int, report: dict) -> str:
+    """The last line of `kuiper course check`: what ran, and what a failure most likely means."""
+    selected, deselected = report["selected"], report["deselected"]
+    if nothing_selected(report):
+        return (f"lesson {number}: no test selected ({deselected} deselected by your pytest "
+                "arguments): nothing was checked")
     if code == 0:
-        print(f"lesson {number}: all exercises pass")
-    else:
-        print(f"lesson {number}: not yet (read the first failure above; "
-              f"NotImplementedError means the stub is still untouched)")
-    return code
+        skipped = f", {report['skipped']} skipped (the reasons are above)" \
+            if report["skipped"] else ""
+        if deselected:
+            tests = "test passes" if selected == 1 else "tests pass"
+            return (f"lesson {number}: the {selected} selected {tests}{skipped} "
+                    f"({deselected} not selected: run without -k for the whole lesson)")
+        return f"lesson {number}: all exercises pass{skipped}"
+    untouched = any("NotImplementedError" in f["text"] and f"lesson {number}:" in f["text"]
+                    for f in report["failures"])
+    if untouched:
+        return (f"lesson {number}: not yet (read the first failure above; NotImplementedError "
+                "means a stub is still untouched)")
+    return f"lesson {number}: not yet (read the first failure above)"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("course", help="list the lessons or check a lesson's exercises")
     course_sub = p.add_subparsers(dest="course_command", required=True)
     course_sub.add_parser("list", help="list the lessons").set_defaults(func=_list_command)
-    c = course_sub.add_parser("check", help="run lesson N's tests against your exercises.py")
-    c.add_argument("lesson", type=int)
+    c = course_sub.add_parser("check", help="run lesson N's tests against your exercises.py",
+                              usage="kuiper course check [-h] LESSON [-- PYTEST_ARG ...]")
+    c.add_argument("lesson", type=int, metavar="LESSON")
     c.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARG",
                    help="extra pytest arguments after `--`, e.g. -- -x -k im2col")
     c.set_defaults(func=lambda args: check(args.lesson, args.pytest_args))
+    f = course_sub.add_parser("figures", help="redraw the notes' figures "
+                              "(course_notes/figures/*.svg) from the code they show")
+    f.add_argument("--check", action="store_true",
+                   help="only say which committed figures differ from what the code draws")
+    f.set_defaults(func=_figures_command)
+
+
+def _figures_command(args: argparse.Namespace) -> int:
+    from kuiper.tools import figures
+
+    if args.check:
+        stale = figures.stale(course_dir() / "figures")
+        for name in stale:
+            print(f"{name}: differs from what kuiper/tools/figures.py draws now")
+        print("figures up to date" if not stale else "run `kuiper course figures` to redraw")
+        return 1 if stale else 0
+    for path in figures.build(course_dir() / "figures"):
+        print(f"wrote {path}")
+    return 0
 
 
 def _list_command(args: argparse.Namespace) -> int:
     for number, folder in lessons().items():
-        title = (folder / "notes.md").read_text().splitlines()[0].lstrip("# ") if (
-            folder / "notes.md").exists() else folder.name
+        notes = folder / "notes.md"
+        try:
+            title = notes.read_text(encoding="utf-8").splitlines()[0].lstrip("# ")
+        except (OSError, UnicodeDecodeError, IndexError):  # missing, empty or damaged notes
+            title = folder.name
         print(f"{number:2d}  {title}")
     return 0

@@ -1,27 +1,31 @@
 """Inputs for the command line: `1x3x224x224` shapes, `.npy` files, images, random tensors.
 
 Kept apart from the CLI so `kuiper run`, `kuiper bench` and notebooks share one definition of
-"what an image becomes": resized to the model's input size, scaled to [0, 1], and for
-3-channel models normalised with the ImageNet mean and standard deviation (what torchvision's
-pretrained classifiers expect); 1-channel models get the plain [0, 1] grey levels.
+each input kind. How an image becomes a tensor (resize mode, scaling, normalisation) lives in
+tools/preprocess.py: `load_image` here uses its plain default (squash resize, [0, 1], no
+normalisation) unless given a `Preprocessing`; `kuiper run` picks one per task and prints it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from kuiper import limits
 from kuiper.errors import InputError
 from kuiper.graph import Port
+from kuiper.tools.files import (  # noqa: F401  (re-exported: the CLI's file checks)
+    IMAGE_SUFFIXES,
+    PILLOW_HINT,
+    is_image,
+    require_file,
+)
 
-IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
-IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm",
-                  ".pgm"}
-PILLOW_HINT = "reading images needs Pillow: `pip install pillow` (or pass a .npy file)"
+log = logging.getLogger("kuiper.tools")
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -52,6 +56,9 @@ def random_inputs(ports: Sequence[Port], shapes: Sequence[Sequence[int]] | None 
         if any(d is None for d in shape):
             raise InputError(f"input '{port.name}' has a dynamic shape {port}: give one with "
                              "--input-shape")
+        # Refuse a shape like 1x3x100000x100000 before NumPy tries to allocate it.
+        limits.current().check_tensor(shape, np.dtype(port.dtype).itemsize,
+                                      f"random input '{port.name}'")
         if np.issubdtype(port.dtype, np.floating):
             arrays.append(rng.standard_normal(shape).astype(port.dtype))
         else:
@@ -59,52 +66,53 @@ def random_inputs(ports: Sequence[Port], shapes: Sequence[Sequence[int]] | None 
     return arrays
 
 
-def is_image(path: str | os.PathLike) -> bool:
-    return Path(path).suffix.lower() in IMAGE_SUFFIXES
-
-
-def load_image(path: str | os.PathLike, port: Port) -> np.ndarray:
-    """An image file as a 1 x C x H x W float32 batch for `port` (C is 1 or 3)."""
+def read_labels(path: str | os.PathLike) -> list[str]:
+    """Class names, one per line (`kuiper run --labels`)."""
+    what = "a text file of class names, one per line"
     try:
-        from PIL import Image
-    except ImportError:
-        raise InputError(PILLOW_HINT) from None
-    shape = port.shape
-    if len(shape) != 4 or shape[1] not in (1, 3):
-        raise InputError(f"{path}: an image can feed only a 1- or 3-channel NCHW input, but "
-                         f"the model's input is {port}; pass a .npy file instead")
-    try:
-        image = Image.open(path)
-        image.load()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+        return require_file(path, what).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file (expected {what})") from None
     except OSError as e:
-        raise InputError(f"{path}: not an image Pillow can read ({e})") from None
-    channels = shape[1]
-    image = image.convert("RGB" if channels == 3 else "L")
-    height = shape[2] if shape[2] is not None else image.height
-    width = shape[3] if shape[3] is not None else image.width
-    if image.size != (width, height):
-        image = image.resize((width, height), Image.Resampling.BILINEAR)
-    x = np.asarray(image, dtype=np.float32) / 255.0
-    if channels == 3:
-        x = (x - IMAGENET_MEAN) / IMAGENET_STD   # H x W x 3, broadcast over channels
-        x = x.transpose(2, 0, 1)                 # HWC (Pillow) -> CHW (PyTorch)
-    else:
-        x = x[None, :, :]
-    return np.ascontiguousarray(x[None], dtype=np.float32)
+        raise InputError(f"{path}: cannot be read ({e.strerror}); expected {what}") from None
 
 
-def load_input(path: str | os.PathLike, port: Port) -> np.ndarray:
-    """A `.npy` array as it is, or an image prepared for `port`."""
+def load_image(path: str | os.PathLike, port: Port, prep=None) -> np.ndarray:
+    """An image file as a 1 x C x H x W float32 batch for `port` (C is 1 or 3), prepared by
+    `prep` (a tools.preprocess.Preprocessing; default: squash resize to [0, 1], no
+    normalisation)."""
+    from kuiper.tools.preprocess import Preprocessing, load_images
+
+    batch, _ = load_images([path], port, prep or Preprocessing.for_task("raw"))
+    return batch
+
+
+ACCEPTED = f"a .npy array or an image ({', '.join(sorted(IMAGE_SUFFIXES))})"
+
+
+def load_input(path: str | os.PathLike, port: Port, prep=None) -> np.ndarray:
+    """A `.npy` array as it is, or an image prepared for `port` (see `load_image`)."""
     if is_image(path):
-        return load_image(path, port)
+        return load_image(path, port, prep)
     if Path(path).suffix.lower() != ".npy":
-        raise InputError(f"{path}: expected a .npy array or an image "
-                         f"({', '.join(sorted(IMAGE_SUFFIXES))})")
+        raise InputError(f"{path}: expected {ACCEPTED}")
+    require_file(path, "a .npy array")
     try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except ValueError as e:
-        raise InputError(f"{path}: not a plain NumPy array file ({e})") from None
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:  # what np.load raises on a damaged file
+        raise InputError(f"{path}: not a plain NumPy array file ({e}); write one with "
+                         "np.save") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive renamed to .npy
+        raise InputError(f"{path}: holds several arrays (an .npz archive); save the input "
+                         "alone with np.save")
+    warn_if_unscaled(path, array, port)
+    return array
+
+
+def warn_if_unscaled(path, array: np.ndarray, port: Port) -> None:
+    """uint8 data for a float input is almost always raw pixels 0..255, while models expect the
+    scaled values they were trained on; Kuiper feeds it as it is (it cannot know the scale)."""
+    if array.dtype == np.uint8 and np.issubdtype(port.dtype, np.floating):
+        log.warning("%s holds uint8 values (0..255) and input '%s' is %s: they are fed "
+                    "unscaled; divide by 255 (and normalise) first if the model expects "
+                    "[0, 1]", path, port.name, port.dtype.name)

@@ -1,12 +1,56 @@
-"""Command-line options that several subcommands share (info, run, ops, bench, compare)."""
+"""Command-line options that several subcommands share (info, run, ops, bench, compare), and
+the argument parser class every `kuiper` command uses."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
 from kuiper import plugins
+from kuiper.errors import KuiperError
 from kuiper.parser.values import parse_value
 from kuiper.tools.inputs import parse_shapes
+
+
+class KuiperArgumentParser(argparse.ArgumentParser):
+    """argparse, with two changes that every subcommand inherits (argparse builds subparsers
+    with the class of their parent):
+
+    - no abbreviations: by default argparse takes `--input` as short for `--input-shape` when
+      a command has only the latter, and then complains about the *shape*. A mistyped option
+      should be reported as unknown, naming what was typed;
+    - a usage error ends with one `kuiper: error: ...` line, as every other error does, and
+      still exits with status 2.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        command = self.prog.partition(" ")[2]  # "kuiper run" -> "run"
+        where = f"{command}: " if command else ""
+        self.exit(2, f"kuiper: error: {where}{message} (`{self.prog} -h` lists the options)\n")
+
+
+def comma_list(allowed: tuple[str, ...], what: str = "name",
+               allow_empty: bool = False) -> Callable[[str], list[str]]:
+    """argparse type: 'a,b' -> ['a', 'b'], each one of `allowed` (else a usage error); an empty
+    list is a usage error too unless `allow_empty` (`--backends ""` would run nothing)."""
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        unknown = [t for t in items if t not in allowed]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown)} (choose "
+                                             f"from {', '.join(allowed)})")
+        if not items and not allow_empty:
+            raise argparse.ArgumentTypeError(f"'{text}' names no {what}: give one or more of "
+                                             f"{', '.join(allowed)}, comma-separated")
+        return items
+    return parse
 
 
 def shape_list(text: str) -> list[tuple[int, ...]]:
@@ -15,6 +59,26 @@ def shape_list(text: str) -> list[tuple[int, ...]]:
         return parse_shapes(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+# Files people pass as "the model" that Kuiper cannot read, and what to do instead.
+PNNX_HINT = ("Kuiper loads PNNX models (model.pnnx.param + model.pnnx.bin): convert this one with "
+             "pnnx, e.g. `pnnx model.pt inputshape=[1,3,224,224]` (parser/PNNX_FORMAT.md)")
+FOREIGN_MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".torchscript", ".ptl", ".pb", ".tflite",
+                          ".h5", ".keras", ".safetensors", ".ncnn.param")
+
+
+def check_model_path(path: str) -> None:
+    """Catch the two commonest wrong files before the loader reads them: the weights (.bin)
+    instead of the .param, and a model in another framework's format. Everything else (a
+    missing file, a folder, a damaged file) the loader reports itself."""
+    name = Path(path).name.lower()
+    if name.endswith(".bin"):
+        stem = Path(path).name[: -len(".bin")]
+        raise KuiperError(f"{path}: this is the weight file; give the model's {stem}.param "
+                          "instead (the .bin beside it is found by itself)")
+    if name.endswith(FOREIGN_MODEL_SUFFIXES):
+        raise KuiperError(f"{path}: not a PNNX model. {PNNX_HINT}")
 
 
 def add_plugin_option(p: argparse.ArgumentParser) -> None:

@@ -3,7 +3,8 @@
 pnnx writes, next to `model.pnnx.param`, a `model_pnnx.py` that rebuilds the graph in PyTorch and
 loads the same `model.pnnx.bin`. Running it is the fairest reference there is: the same folded
 weights, the same operators. It is Python code, so it is only ever run when the user asks for it
-(`--against torch`); Kuiper's own loader never executes anything from a model folder.
+(`--against torch`, or `bench --against onnxruntime --trust-model-code` to export an ONNX file
+from it); Kuiper's own loader never executes anything from a model folder.
 
 pnnx bakes the absolute path of the .bin into the module; we point it at the .bin that actually
 sits beside the .param, so a model folder can be moved or copied.
@@ -24,6 +25,7 @@ from pathlib import Path
 from kuiper import plugins, registry
 from kuiper.errors import KuiperError
 from kuiper.graph import RuntimeGraph, bin_beside
+from kuiper.tools.inputs import require_file
 
 _ARCHIVE_PATH = re.compile(r"zipfile\.ZipFile\('([^']*)'")
 
@@ -51,14 +53,22 @@ def load_torch_reference(param_path: str | Path, params=None):
     if not source_path.exists():
         raise KuiperError(f"{source_path} not found: pnnx writes it beside the .pnnx.param "
                           "(keep it to compare against PyTorch)")
+    what = "pnnx's PyTorch module"
+    try:
+        text = require_file(source_path, what).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise KuiperError(f"{source_path}: cannot be read as {what} ({e})") from None
     bin_path = Path(bin_beside(str(param_path)))
-    source = _ARCHIVE_PATH.sub(lambda m: f"zipfile.ZipFile({str(bin_path)!r}", source_path
-                               .read_text())
+    source = _ARCHIVE_PATH.sub(lambda m: f"zipfile.ZipFile({str(bin_path)!r}", text)
     module = types.ModuleType(source_path.stem)
     module.__file__ = str(source_path)
     module.__dict__.update(kept_modules(param_path, bin_path, params))
-    exec(compile(source, str(source_path), "exec"), module.__dict__)  # noqa: S102 - opt-in
-    model = module.Model()
+    try:
+        exec(compile(source, str(source_path), "exec"), module.__dict__)  # noqa: S102 - opt-in
+        model = module.Model()
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - not our file: say which one failed
+        raise KuiperError(f"{source_path} ({what}) failed when run: {type(e).__name__}: {e}; "
+                          "re-export the model with pnnx to get a fresh one") from None
     model.float().eval()
     return model
 

@@ -27,7 +27,8 @@ RTOL = 1e-4
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
            np.dtype(np.float16): "f16", np.dtype(np.int64): "i64", np.dtype(np.int32): "i32",
            np.dtype(np.int16): "i16", np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8",
-           np.dtype(np.bool_): "bool"}
+           np.dtype(np.bool_): "bool", np.dtype(np.complex64): "c64",
+           np.dtype(np.complex128): "c128"}
 
 
 def tolerance(expected: np.ndarray, rtol: float = RTOL) -> float:
@@ -48,8 +49,15 @@ def max_abs_diff(actual: Any, expected: Any) -> float:
 
 
 def assert_close(actual: Any, expected: Any, rtol: float = RTOL, what: str = "output") -> None:
-    """Shape, then values under the tolerance rule; the message shows the worst elements."""
+    """Shape, then values under the tolerance rule; the message shows the worst elements.
+
+    Complex values are compared as (real, imag) pairs, in a trailing dim of 2."""
     actual, expected = np.asarray(actual), np.asarray(expected)
+    if np.iscomplexobj(actual) or np.iscomplexobj(expected):
+        assert np.iscomplexobj(actual) == np.iscomplexobj(expected), (
+            f"{what}: dtype {actual.dtype} but expected {expected.dtype}")
+        actual = np.stack([actual.real, actual.imag], axis=-1)
+        expected = np.stack([expected.real, expected.imag], axis=-1)
     assert actual.shape == expected.shape, (
         f"{what}: shape {actual.shape} != expected {expected.shape}")
     diff, tol = max_abs_diff(actual, expected), tolerance(expected, rtol)

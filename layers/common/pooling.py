@@ -2,9 +2,9 @@
 
 Every pooling layer here works on a *plane view* of its input: all leading dims (batch,
 channels, or just channels for an unbatched input) are flattened into `planes`, and the spatial
-part is always two-dimensional, `(H, W)`. A 1-D pool is a 2-D pool whose H axis has size 1 and a
-trivial window (kernel 1, stride 1, no padding), so one NumPy routine and one OpenCL kernel serve
-both `MaxPool1d` and `MaxPool2d`.
+part is always three-dimensional, `(D, H, W)`. A 1-D or 2-D pool is a 3-D pool whose missing
+leading axes have size 1 and a trivial window (kernel 1, stride 1, no padding), so one NumPy
+routine and one OpenCL kernel body serve the 1-D, 2-D and 3-D operators alike.
 
 PyTorch's output size for one axis (aten `pooling_output_shape`):
 
@@ -23,11 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from kuiper.ir import RuntimeOperator
+from kuiper.tensor_spec import TensorSpec
+
+# The plane view's spatial rank: every pool is seen as a 3-D one.
+AXES = 3
 
 
 def spatial_rank(op_type: str) -> int:
-    """1 for the *1d operators, 2 for the *2d ones (from the PNNX type name)."""
-    return 1 if op_type.endswith("1d") else 2
+    """1, 2 or 3, from the PNNX type name (nn.MaxPool3d, F.adaptive_avg_pool1d, ...)."""
+    return int(op_type[-2])
 
 
 @dataclass(frozen=True)
@@ -65,8 +69,12 @@ def _int_list(op: RuntimeOperator, key: str, rank: int, default: int | None) -> 
     return op.ints_param(key, rank)
 
 
-def read_windows(op: RuntimeOperator, rank: int, dilation: bool = True) -> tuple[Window, Window]:
-    """Parse kernel_size/stride/padding/dilation/ceil_mode into (H window, W window).
+Size3 = tuple[int, int, int]
+
+
+def read_windows(op: RuntimeOperator, rank: int, dilation: bool = True
+                 ) -> tuple[Window, Window, Window]:
+    """Parse kernel_size/stride/padding/dilation/ceil_mode into (D, H, W) windows.
 
     Refuses what PyTorch refuses, with the same limits, so a bad file fails at load time
     rather than producing a silently different result.
@@ -85,13 +93,12 @@ def read_windows(op: RuntimeOperator, rank: int, dilation: bool = True) -> tuple
             raise op.error(f"padding={tuple(pad)} is more than half of kernel_size="
                            f"{tuple(kernel)}; PyTorch refuses this too (padding <= kernel // 2)")
     axes = [Window(k, s, p, d, ceil_mode) for k, s, p, d in zip(kernel, stride, pad, dil)]
-    if rank == 1:
-        axes.insert(0, Window())  # a trivial H axis: a 1-D pool is a 2-D pool of height 1
-    return axes[0], axes[1]
+    # trivial leading axes: a 1-D pool is a 3-D pool of depth and height 1
+    return tuple([Window()] * (AXES - rank) + axes)  # type: ignore[return-value]
 
 
-def check_pool_input(layer, shape: Sequence[int], rank: int) -> tuple[int, int, int]:
-    """Validate the input rank and return the plane view (planes, H, W).
+def check_pool_input(layer, shape: Sequence[int], rank: int) -> tuple[int, Size3]:
+    """Validate the input rank and return the plane view: (planes, (D, H, W)).
 
     Batched (N, C, *spatial) and unbatched (C, *spatial) inputs are both accepted, as in
     PyTorch; everything before the spatial dims is one flat run of independent planes.
@@ -99,24 +106,32 @@ def check_pool_input(layer, shape: Sequence[int], rank: int) -> tuple[int, int, 
     if len(shape) not in (rank + 1, rank + 2):
         raise layer.shape_error(f"input should be {rank + 1}-D (unbatched) or {rank + 2}-D "
                                 f"(batched), got shape {tuple(shape)}")
-    spatial = tuple(shape[-rank:])
-    h, w = (1, spatial[0]) if rank == 1 else spatial
-    planes = int(np.prod(shape[:-rank], dtype=np.int64))
-    return planes, h, w
+    spatial = tuple(int(n) for n in shape[len(shape) - rank:])
+    planes = int(np.prod(shape[:len(shape) - rank], dtype=np.int64))
+    return planes, (1,) * (AXES - rank) + spatial  # type: ignore[return-value]
 
 
-def output_shape(shape: Sequence[int], rank: int, oh: int, ow: int) -> tuple[int, ...]:
-    """Input shape with its spatial dims replaced by the pooled sizes."""
-    return tuple(shape[:-rank]) + ((ow,) if rank == 1 else (oh, ow))
+def output_shape(shape: Sequence[int], rank: int, out: Size3) -> tuple[int, ...]:
+    """Input shape with its spatial dims replaced by the pooled sizes (the last `rank` of
+    the plane view's three)."""
+    return tuple(shape[:len(shape) - rank]) + tuple(out[AXES - rank:])
 
 
-def pooled_sizes(layer, windows: tuple[Window, Window], h: int, w: int) -> tuple[int, int]:
-    """Output (OH, OW), or a ShapeError saying why the input is too small."""
-    oh, ow = windows[0].out_size(h), windows[1].out_size(w)
-    if oh < 1 or ow < 1:
-        raise layer.shape_error(f"input of spatial size {h}x{w} is too small for this window "
-                                f"(output would be {oh}x{ow}): kernel, dilation and padding "
-                                "must fit inside the padded input")
-    return oh, ow
+def pooled_spec(layer, spec):
+    """The output spec of a one-window-per-output pool (avg, LP): `layer` has `rank` and
+    `windows`; same dtype, spatial dims pooled."""
+    _, size = check_pool_input(layer, spec.shape, layer.rank)
+    out = pooled_sizes(layer, layer.windows, size)
+    return TensorSpec(output_shape(spec.shape, layer.rank, out), spec.dtype)
 
 
+def pooled_sizes(layer, windows: Sequence[Window], size: Size3) -> Size3:
+    """Output (OD, OH, OW), or a ShapeError saying why the input is too small."""
+    out = tuple(w.out_size(n) for w, n in zip(windows, size))
+    if min(out) < 1:
+        rank = getattr(layer, "rank", AXES)
+        shown = "x".join(map(str, size[AXES - rank:]))
+        raise layer.shape_error(f"input of spatial size {shown} is too small for this window "
+                                f"(output would be {'x'.join(map(str, out[AXES - rank:]))}): "
+                                "kernel, dilation and padding must fit inside the padded input")
+    return out  # type: ignore[return-value]

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kuiper.layers.base import ElementwiseLayer
+from kuiper.layers.common.input_dtypes import COMPLEX, FLOATS, INTEGERS, expect_dtype
 from kuiper.registry import register
 
 # SELU's two constants, from "Self-Normalizing Neural Networks" (Klambauer et al., 2017).
@@ -35,6 +36,11 @@ class Activation(ElementwiseLayer):
     """y = compute(x, *param_values); subclasses set `params` and write `compute`."""
 
     params: ClassVar[dict[str, float | None]] = {}  # name -> PyTorch default (None: required)
+    # The dtypes PyTorch computes and keeps: floats for all; integers where the output keeps
+    # them (relu6, hardtanh, threshold, clamp); complex where PyTorch defines it (sigmoid ...).
+    # Others are refused by name (layers/common/input_dtypes.py), on both backends.
+    int_inputs: ClassVar[bool] = False
+    complex_inputs: ClassVar[bool] = False
 
     @classmethod
     def from_operator(cls, op):
@@ -51,8 +57,20 @@ class Activation(ElementwiseLayer):
     def compute(self, x: np.ndarray, *values: float) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__}.compute")
 
+    def infer(self, inputs):
+        specs = super().infer(inputs)
+        self.accept_input(inputs[0])
+        return specs
+
+    def accept_input(self, spec) -> None:
+        """Refuse a dtype this activation does not take; remember the one it gets, for
+        `forward` (a constant folded from an expression arrives as a Python number)."""
+        expect_dtype(self, spec, FLOATS + INTEGERS * self.int_inputs
+                     + COMPLEX * self.complex_inputs)
+        self.in_dtype = spec.dtype
+
     def forward(self, inputs):
-        x = inputs[0]
+        x = np.asarray(inputs[0], getattr(self, "in_dtype", None))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             y = self.compute(x, *self.values)
         return [np.asarray(y, dtype=x.dtype)]
@@ -97,6 +115,8 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 @register("nn.ReLU6", "F.relu6", backend="cpu")
 class ReLU6(Activation):
+    int_inputs = True
+
     def compute(self, x):
         return np.clip(x, 0, 6)  # keeps NaN, as torch does
 
@@ -116,14 +136,29 @@ class LeakyReLU(Activation):
         return np.where(x > 0, x, x * x.dtype.type(slope))
 
 
+@register("nn.RReLU", "F.rrelu", backend="cpu")
+class RReLU(Activation):
+    """Randomized leaky ReLU at inference: PyTorch's eval mode draws no random slope but uses
+    the middle of the range, (lower + upper) / 2, so it is a LeakyReLU with that slope."""
+
+    params: ClassVar[dict[str, float | None]] = {"lower": 1.0 / 8, "upper": 1.0 / 3}
+
+    def compute(self, x, lower, upper):
+        return np.where(x >= 0, x, x * x.dtype.type((lower + upper) / 2))
+
+
 @register("nn.Sigmoid", "F.sigmoid", "torch.sigmoid", backend="cpu")
 class Sigmoid(Activation):
+    complex_inputs = True
+
     def compute(self, x):
         return sigmoid(x)
 
 
 @register("nn.SiLU", "F.silu", backend="cpu")
 class SiLU(Activation):
+    complex_inputs = True
+
     def compute(self, x):
         y = sigmoid(x)
         y *= x  # in place: SiLU runs on the largest tensors of a YOLO
@@ -164,6 +199,8 @@ class GELU(Activation):
 
 @register("nn.Tanh", "F.tanh", "torch.tanh", backend="cpu")
 class Tanh(Activation):
+    complex_inputs = True
+
     def compute(self, x):
         return np.tanh(x)
 
@@ -213,6 +250,7 @@ class Softplus(Activation):
 
 @register("nn.Hardtanh", "F.hardtanh", backend="cpu")
 class Hardtanh(Activation):
+    int_inputs = True
     params: ClassVar[dict[str, float | None]] = {"min_val": -1.0, "max_val": 1.0}
 
     def compute(self, x, low, high):
@@ -221,6 +259,8 @@ class Hardtanh(Activation):
 
 @register("nn.Softsign", "F.softsign", backend="cpu")
 class Softsign(Activation):
+    complex_inputs = True
+
     def compute(self, x):
         return x / (1 + np.abs(x))
 
@@ -234,14 +274,26 @@ class LogSigmoid(Activation):
 
 @register("nn.Threshold", "F.threshold", backend="cpu")
 class Threshold(Activation):
+    int_inputs = True
     params: ClassVar[dict[str, float | None]] = {"threshold": None, "value": None}
 
+    def infer(self, inputs):
+        specs = super().infer(inputs)
+        dtype, value = inputs[0].dtype, self.values[1]
+        if dtype.kind in "iu" and not np.iinfo(dtype).min <= value <= np.iinfo(dtype).max:
+            raise self.op.error(f"value={value:g} does not fit the {dtype.name} input 0 "
+                                "(PyTorch refuses it too)")
+        return specs
+
     def compute(self, x, threshold, value):
-        return np.where(x > threshold, x, x.dtype.type(value))
+        # x <= threshold, not x > threshold: a comparison with NaN is false, and NaN stays NaN
+        return np.where(x <= threshold, x.dtype.type(value), x)
 
 
 @register("nn.Tanhshrink", "F.tanhshrink", backend="cpu")
 class Tanhshrink(Activation):
+    complex_inputs = True
+
     def compute(self, x):
         return x - np.tanh(x)
 
@@ -251,7 +303,7 @@ class Hardshrink(Activation):
     params: ClassVar[dict[str, float | None]] = {"lambd": 0.5}
 
     def compute(self, x, lambd):
-        return np.where(np.abs(x) > lambd, x, 0)
+        return np.where((x >= -lambd) & (x <= lambd), 0, x)  # NaN is in no interval: kept
 
 
 @register("nn.Softshrink", "F.softshrink", backend="cpu")
@@ -267,4 +319,5 @@ class Softshrink(Activation):
 
     def compute(self, x, lambd):
         lambd = x.dtype.type(lambd)
-        return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0))
+        shrunk = np.where(x > lambd, x - lambd, x + lambd)  # NaN + lambd: NaN stays NaN
+        return np.where((x >= -lambd) & (x <= lambd), 0, shrunk)

@@ -1,4 +1,4 @@
-"""Adaptive average and max pooling, 1-D and 2-D: you choose the output size, not the window.
+"""Adaptive average and max pooling, 1-D, 2-D and 3-D: you choose the output size, not the window.
 
 Output position `i` of an axis of input length `n` and output length `m` pools the input range
 
@@ -8,10 +8,13 @@ Output position `i` of an axis of input length `n` and output length `m` pools t
 does not, windows have different lengths and neighbours may overlap by one; when `m > n`
 positions repeat. An output size entry of None (pnnx writes 0) keeps that input size.
 
-Both reductions are separable (a mean or max over a rectangle is the mean or max over rows of
-the per-row result), so the NumPy version reduces W first, then H: OH + OW slices instead of
-OH * OW. The indices output of max pooling is the flat `row * W + col` of each maximum, as for
-MaxPool2d; pnnx writes it for every `F.adaptive_max_pool*d`, used or not.
+Both reductions are separable (a mean or max over a box is the mean or max over rows of the
+per-row result), so the NumPy version reduces W first, then H, then D: OD + OH + OW slices
+instead of OD * OH * OW. The indices output (int64) of max pooling is the flat position of each
+maximum in its plane, `(depth * H + row) * W + col`, as for MaxPool; pnnx writes it for every
+`F.adaptive_max_pool*d` with return_indices=True, and `nn.AdaptiveMaxPool*d(...,
+return_indices=True)` as one tuple output split by a `prim::TupleUnpack`, which the graph
+folds into this operator (kuiper/tuple_unpack.py), so the layer always sees two outputs.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.base import Layer
-from kuiper.layers.common.pooling import check_pool_input, output_shape, spatial_rank
+from kuiper.layers.common.pooling import AXES, check_pool_input, output_shape, spatial_rank
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 
@@ -32,7 +35,8 @@ def adaptive_bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 @register("nn.AdaptiveAvgPool2d", "F.adaptive_avg_pool2d", "nn.AdaptiveMaxPool2d",
           "F.adaptive_max_pool2d", "nn.AdaptiveAvgPool1d", "F.adaptive_avg_pool1d",
-          "nn.AdaptiveMaxPool1d", "F.adaptive_max_pool1d", backend="cpu")
+          "nn.AdaptiveMaxPool1d", "F.adaptive_max_pool1d", "nn.AdaptiveAvgPool3d",
+          "F.adaptive_avg_pool3d", "nn.AdaptiveMaxPool3d", "F.adaptive_max_pool3d", backend="cpu")
 class AdaptivePool(Layer):
     @classmethod
     def from_operator(cls, op):
@@ -49,18 +53,19 @@ class AdaptivePool(Layer):
                            "(values, indices) exactly when return_indices=True")
         return layer
 
-    def out_hw(self, h: int, w: int) -> tuple[int, int]:
-        """Output (OH, OW): a None entry keeps the input size; 1-D pools have OH = 1."""
-        sizes = [1, *self.sizes] if self.rank == 1 else list(self.sizes)
-        return tuple(n if s is None else s for s, n in zip(sizes, (h, w)))  # type: ignore
+    def out_size(self, size) -> tuple[int, int, int]:
+        """Output (OD, OH, OW) for an input (D, H, W) plane view: a None entry keeps the input
+        size; the leading axes a 1-D or 2-D pool does not have stay 1."""
+        sizes = [1] * (AXES - self.rank) + list(self.sizes)
+        return tuple(n if s is None else s for s, n in zip(sizes, size))  # type: ignore
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1)
         shape = inputs[0].shape
-        _, h, w = check_pool_input(self, shape, self.rank)
-        if h == 0 or w == 0:
+        _, size = check_pool_input(self, shape, self.rank)
+        if min(size) == 0:
             raise self.shape_error(f"input spatial size must be non-zero, got shape {shape}")
-        out = output_shape(shape, self.rank, *self.out_hw(h, w))
+        out = output_shape(shape, self.rank, self.out_size(size))
         specs = [TensorSpec(out, inputs[0].dtype)]
         if self.with_indices:
             specs.append(TensorSpec(out, np.dtype(np.int64)))
@@ -68,20 +73,26 @@ class AdaptivePool(Layer):
 
     def forward(self, inputs):
         x = inputs[0]
-        planes, h, w = check_pool_input(self, x.shape, self.rank)
-        oh, ow = self.out_hw(h, w)
-        out = output_shape(x.shape, self.rank, oh, ow)
-        view = x.reshape(planes, h, w)
+        planes, size = check_pool_input(self, x.shape, self.rank)
+        pooled = self.out_size(size)
+        out = output_shape(x.shape, self.rank, pooled)
+        values = x.reshape(planes, *size)
         if not self.is_max:
-            means = _reduce_axis(_reduce_axis(view, 2, ow, np.mean), 1, oh, np.mean)
-            return [means.astype(x.dtype, copy=False).reshape(out)]
-        # Max along W remembering the column, then along H remembering the row.
-        row_max, col = _argmax_axis(view, 2, ow)                   # (P, H, OW)
-        best, row = _argmax_axis(row_max, 1, oh)                   # (P, OH, OW)
-        col_of_best = np.take_along_axis(col, row, axis=1)          # column of the winning row
-        results = [best.reshape(out)]
+            for axis in (3, 2, 1):  # W, then H, then D
+                values = _reduce_axis(values, axis, pooled[axis - 1], np.mean)
+            return [values.astype(x.dtype, copy=False).reshape(out)]
+        # Max along W remembering the column, then along H remembering the row, then along D.
+        # `flat` follows each surviving maximum: its position in the part of the plane reduced
+        # so far (the column, then row * W + column, then the full (z * H + y) * W + x).
+        flat, step = None, 1
+        for axis in (3, 2, 1):
+            values, where = _argmax_axis(values, axis, pooled[axis - 1])
+            picked = 0 if flat is None else np.take_along_axis(flat, where, axis=axis)
+            flat = picked + where * step
+            step *= size[axis - 1]
+        results = [values.reshape(out)]
         if self.with_indices:
-            results.append((row * w + col_of_best).astype(np.int64).reshape(out))
+            results.append(flat.astype(np.int64).reshape(out))
         return results
 
     def flops(self, inputs, outputs):

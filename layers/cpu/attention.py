@@ -72,6 +72,8 @@ class ScaledDotProductAttention(Layer):
         except ValueError:
             raise self.shape_error(f"batch dims of {q}, {k}, {v} do not broadcast") from None
         self.batch, self.length, self.source = batch, q[-2], k[-2]
+        # forward builds the (..., L, S) score matrix, larger than any output
+        self.check_budget((*batch, self.length, self.source), np.float32)
         if len(inputs) == 4:
             if self.is_causal:
                 raise self.op.error("is_causal=True together with attn_mask (torch refuses this "
@@ -113,10 +115,15 @@ class MultiheadAttention(Layer):
         heads = op.int_param("num_heads")
         if heads <= 0 or e % heads:
             raise op.error(f"embed_dim={e} should be a multiple of num_heads={heads}")
-        for flag in ("add_bias_kv", "add_zero_attn"):
-            if op.bool_param(flag, False):
-                raise op.error(f"{flag}=True is not supported (the extra key/value position "
-                               "it adds is not implemented); export the model without it")
+        # add_bias_kv appends one learned key/value position (bias_k, bias_v) after the
+        # projections, add_zero_attn one of zeros after that: every query also attends to
+        # them, and the masks are padded with "allowed" for the extra columns.
+        layer.bias_kv = op.bool_param("add_bias_kv", False)
+        layer.zero_attn = op.bool_param("add_zero_attn", False)
+        layer.extra = int(layer.bias_kv) + int(layer.zero_attn)
+        if layer.bias_kv:
+            layer.bias_k = op.weight("bias_k", (1, 1, e)).reshape(e)
+            layer.bias_v = op.weight("bias_v", (1, 1, e)).reshape(e)
         layer.dims = MHADims(e, heads, op.int_param("kdim", e), op.int_param("vdim", e),
                              op.bool_param("batch_first", False))
         d = layer.dims
@@ -135,8 +142,16 @@ class MultiheadAttention(Layer):
         layer.b_q, layer.b_k, layer.b_v = b_in[:e], b_in[e:2 * e], b_in[2 * e:]
         layer.w_out = op.weight("out_proj.weight", (e, e))
         layer.b_out = op.weight("out_proj.bias", (e,)) if bias else np.zeros(e, np.float32)
-        layer.outputs, layer.average = _which_outputs(op, layer.dims)
+        layer.outputs, layer.average = _which_outputs(op, layer.dims, layer.extra)
         return layer
+
+    def extra_positions(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(key, value) rows appended after the projected source positions, in order."""
+        e = self.dims.embed_dim
+        rows = [(self.bias_k, self.bias_v)] if self.bias_kv else []
+        if self.zero_attn:
+            rows.append((np.zeros(e, np.float32), np.zeros(e, np.float32)))
+        return rows
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1, 2, 3, 4, 5)
@@ -153,7 +168,10 @@ class MultiheadAttention(Layer):
         q, k = inputs[roles.query].shape, inputs[roles.key].shape
         self.n, self.length = (q[0], q[1]) if self.dims.batch_first else (q[1], q[0])
         self.source = k[1] if self.dims.batch_first else k[0]
-        out, weights = mha_output_shapes(q, self.source, self.dims, self.average)
+        self.keys = self.source + self.extra   # key positions attended to
+        # forward builds the (N, heads, L, S) score matrix, larger than any output
+        self.check_budget((self.n, self.dims.num_heads, self.length, self.keys), np.float32)
+        out, weights = mha_output_shapes(q, self.keys, self.dims, self.average)
         shapes = {"output": out, "weights": weights}
         return [TensorSpec.of(shapes[o], np.float32) for o in self.outputs]
 
@@ -171,14 +189,20 @@ class MultiheadAttention(Layer):
         q = heads_of(inputs[r.query], self.w_q, self.b_q, length)
         k = heads_of(inputs[r.key], self.w_k, self.b_k, source)
         v = heads_of(inputs[r.value], self.w_v, self.b_v, source)
+        for bias_k, bias_v in self.extra_positions():  # (N, heads, 1, hd) each
+            k = np.concatenate([k, np.broadcast_to(bias_k.reshape(1, heads, 1, hd),
+                                                   (n, heads, 1, hd))], axis=2)
+            v = np.concatenate([v, np.broadcast_to(bias_v.reshape(1, heads, 1, hd),
+                                                   (n, heads, 1, hd))], axis=2)
+        keys = self.keys
         scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(1.0 / math.sqrt(hd))
         if r.attn_mask is not None:
-            mask = inputs[r.attn_mask]
+            mask = pad_columns(inputs[r.attn_mask], self.extra)
             if mask.ndim == 3:
-                mask = mask.reshape(n, heads, length, source)
+                mask = mask.reshape(n, heads, length, keys)
             scores = add_mask(scores, mask, bool_means_keep=False)
         if r.key_padding_mask is not None:
-            pad = inputs[r.key_padding_mask].reshape(n, 1, 1, source)
+            pad = pad_columns(inputs[r.key_padding_mask], self.extra).reshape(n, 1, 1, keys)
             scores = add_mask(scores, pad, bool_means_keep=False)
         p = softmax_last(scores, safe=False)
         o = np.matmul(p, v).transpose(0, 2, 1, 3).reshape(n, length, d.embed_dim)
@@ -189,13 +213,21 @@ class MultiheadAttention(Layer):
         return [results[o].astype(np.float32) for o in self.outputs]
 
     def flops(self, inputs, outputs):
-        d, n, length, source = self.dims, self.n, self.length, self.source
+        d, n, length, source = self.dims, self.n, self.length, self.keys
         e = d.embed_dim
         projections = n * (length * e * e + source * e * (d.kdim + d.vdim) + length * e * e)
         return 2 * (projections + 2 * n * length * source * e)
 
 
-def _which_outputs(op, dims: MHADims) -> tuple[list[str], bool]:
+def pad_columns(mask: np.ndarray, extra: int) -> np.ndarray:
+    """A mask with `extra` more columns that forbid nothing (0.0, or False)."""
+    if not extra:
+        return mask
+    widths = [(0, 0)] * (mask.ndim - 1) + [(0, extra)]
+    return np.pad(mask, widths, constant_values=False if mask.dtype == np.bool_ else 0)
+
+
+def _which_outputs(op, dims: MHADims, extra: int = 0) -> tuple[list[str], bool]:
     """Output names in order, and whether the weights are averaged over heads.
 
     pnnx keeps only the used outputs. With two, they are (output, weights); with one, it is the
@@ -217,7 +249,7 @@ def _which_outputs(op, dims: MHADims) -> tuple[list[str], bool]:
             declared = tuple(declared_out[0][0])
             if roles is not None and None not in declared:
                 k = shapes[roles.key]
-                s_len = k[1] if dims.batch_first else k[0]
+                s_len = (k[1] if dims.batch_first else k[0]) + extra
                 out, weights = mha_output_shapes(shapes[roles.query], s_len, dims, True)
                 per_head = mha_output_shapes(shapes[roles.query], s_len, dims, False)[1]
                 if declared != out and declared in (weights, per_head):

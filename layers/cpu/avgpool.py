@@ -1,4 +1,4 @@
-"""Average pooling, 1-D and 2-D: the mean of each window, with PyTorch's divisor rules.
+"""Average pooling, 1-D, 2-D and 3-D: the mean of each window, with PyTorch's divisor rules.
 
 The sum is easy; the divisor is where implementations differ. For one axis, with the window
 starting at `s = o*stride - pad`:
@@ -7,9 +7,9 @@ starting at `s = o*stride - pad`:
     full = end - s                      # taps counting padding (count_include_pad=True)
     real = min(end, n) - max(s, 0)      # taps on real input     (count_include_pad=False)
 
-and the 2-D divisor is the product over both axes, unless `divisor_override` replaces it.
-So with count_include_pad=True a window hanging past the right padding (ceil_mode) still divides
-by fewer than kernel_h*kernel_w taps. PyTorch has no dilation for average pooling.
+and the divisor is the product over the axes, unless `divisor_override` replaces it (2-D and
+3-D only). So with count_include_pad=True a window hanging past the right padding (ceil_mode)
+still divides by fewer than kernel_h*kernel_w taps. PyTorch has no dilation for average pooling.
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from kuiper.layers.common.pooling import (
     check_pool_input,
     output_shape,
     pooled_sizes,
+    pooled_spec,
     read_windows,
     spatial_rank,
 )
 from kuiper.layers.cpu_helpers.pool_windows import window_taps
 from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
 
 
-@register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", backend="cpu")
+@register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", "nn.AvgPool3d",
+          "F.avg_pool3d", backend="cpu")
 class AvgPool(Layer):
     @classmethod
     def from_operator(cls, op):
@@ -50,33 +51,30 @@ class AvgPool(Layer):
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1)
-        shape = inputs[0].shape
-        _, h, w = check_pool_input(self, shape, self.rank)
-        oh, ow = pooled_sizes(self, self.windows, h, w)
-        return [TensorSpec(output_shape(shape, self.rank, oh, ow), inputs[0].dtype)]
+        return [pooled_spec(self, inputs[0])]
 
     def forward(self, inputs):
         x = inputs[0]
-        planes, h, w = check_pool_input(self, x.shape, self.rank)
-        oh, ow = pooled_sizes(self, self.windows, h, w)
-        total = np.zeros((planes, oh, ow), dtype=np.float32)
-        for _, _, values in window_taps(x.reshape(planes, h, w), self.windows, oh, ow, 0.0):
+        planes, size = check_pool_input(self, x.shape, self.rank)
+        out = pooled_sizes(self, self.windows, size)
+        total = np.zeros((planes, *out), dtype=np.float32)
+        for _, values in window_taps(x.reshape(planes, *size), self.windows, out, 0.0):
             total += values
-        total /= self.divisors(h, w, oh, ow)
-        return [total.astype(x.dtype, copy=False).reshape(output_shape(x.shape, self.rank,
-                                                                        oh, ow))]
+        total /= self.divisors(size, out)
+        return [total.astype(x.dtype, copy=False).reshape(output_shape(x.shape, self.rank, out))]
 
-    def divisors(self, h: int, w: int, oh: int, ow: int) -> np.ndarray:
-        """The (OH, OW) divisor of every output, by the rules in the module docstring."""
+    def divisors(self, size, out) -> np.ndarray:
+        """The (OD, OH, OW) divisor of every output, by the rules in the module docstring."""
         if self.divisor_override:
-            return np.full((oh, ow), self.divisor_override, dtype=np.float32)
-        rows = _taps(self.windows[0], h, oh, self.count_include_pad)
-        cols = _taps(self.windows[1], w, ow, self.count_include_pad)
-        return (rows[:, None] * cols[None, :]).astype(np.float32)
+            return np.full(out, self.divisor_override, dtype=np.float32)
+        counts = [_taps(w, n, o, self.count_include_pad)
+                  for w, n, o in zip(self.windows, size, out)]
+        # the outer product of the per-axis counts
+        return np.einsum("i,j,k->ijk", *counts).astype(np.float32)
 
     def flops(self, inputs, outputs):
-        wy, wx = self.windows
-        return outputs[0].numel * (wy.kernel * wx.kernel + 1)  # adds, then one division
+        taps = int(np.prod([w.kernel for w in self.windows]))
+        return outputs[0].numel * (taps + 1)  # adds, then one division
 
 
 def _taps(window: Window, n: int, out: int, include_pad: bool) -> np.ndarray:

@@ -22,6 +22,7 @@ from kuiper.tensor_spec import TensorSpec
 
 @register("torch.clamp", "torch.clip", backend="cpu")
 class Clamp(Activation):
+    int_inputs = True  # PyTorch clamps integer tensors (bools: refused)
     params: ClassVar[dict[str, float | None]] = {"min": -math.inf, "max": math.inf}
 
     def read_param(self, name, default):
@@ -54,6 +55,7 @@ class ClampBoundInput(Clamp):
                                 f"when the model is built, got {spec}")
         value = float(np.asarray(spec.value).reshape(-1)[0])
         self.values[0 if self.bound == "min" else 1] = value
+        self.accept_input(inputs[0])
         return [TensorSpec(inputs[0].shape, inputs[0].dtype)]
 
     def forward(self, inputs):

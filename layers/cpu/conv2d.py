@@ -1,4 +1,4 @@
-"""Convolution (nn.Conv2d, F.conv2d; conv1d subclasses this): im2col + one batched GEMM.
+"""Convolution (nn.Conv2d, F.conv2d; conv1d and conv3d subclass this): im2col + one batched GEMM.
 
     out[n, o] = bias[o] + sum over c in o's group, (i, j) of w[o, c, i, j] * x[n, c, y*s+i*d, ...]
 
@@ -55,7 +55,7 @@ class ConvGeometry:
 
 
 class ConvNd(Layer):
-    """N-d convolution; subclasses fix `ndim` (2 here, 1 for Conv1d)."""
+    """N-d convolution; subclasses fix `ndim` (2 here, 1 for Conv1d, 3 for Conv3d)."""
 
     ndim = 2
     # How a general (not pointwise, not depthwise) convolution becomes GEMMs: "im2col" (one
@@ -211,7 +211,7 @@ class ConvNd(Layer):
         x = np.asarray(x, dtype=np.float32).reshape(geo.n, geo.c, *geo.size)
         xp = im2col.pad_input(x, geo.pads, self.padding_mode)
         g, k = self.groups, geo.cin_g * int(np.prod(geo.kernel))
-        if geo.cin_g == 1 and g > 1:
+        if geo.cin_g == 1 and g > 1 and self.ndim <= 2:  # tap_gemm works on planes
             y = self._depthwise(xp, wmat[..., :k], bias, geo, activate)
             activate = None  # applied while cutting the grid
         elif all(kk == 1 for kk in geo.kernel) and all(s == 1 for s in self.stride):

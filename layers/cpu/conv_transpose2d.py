@@ -1,4 +1,5 @@
-"""Transposed convolution (nn.ConvTranspose2d, F.conv_transpose2d): GEMM, then col2im.
+"""Transposed convolution (nn.ConvTranspose2d, F.conv_transpose2d; the 1-D and 3-D ones
+subclass ConvTransposeNd): GEMM, then col2im.
 
 A transposed convolution is the backward pass of a convolution with respect to its input: every
 input pixel *scatters* a kh x kw patch of weights into the output, s pixels apart,

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.datamove import DataMovementLayer, ints_from_param_or_input, normalize_dim
+from kuiper.layers.common.datamove import (
+    DataMovementLayer,
+    ints_from_param_or_input,
+    known_ints,
+    normalize_dim,
+)
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 
@@ -90,16 +95,31 @@ class RepeatInterleave(DataMovementLayer):
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
-        layer.repeats = op.ints_param("repeats")
-        layer.scalar = not isinstance(op.param("repeats"), list)
+        # repeats: a parameter (an int or a list), or a second input whose value is known when
+        # the model is built (pnnx folds torch.tensor([2, 1, 3]) into a pnnx.Attribute).
+        layer.from_input = not op.has("repeats")
+        if not layer.from_input:
+            layer.repeats = op.ints_param("repeats")
+            layer.scalar = not isinstance(op.param("repeats"), list)
+            layer.check_repeats(op.param("repeats"))
         dim = op.param("dim", None)
         layer.dim = None if dim is None else op.int_param("dim")
-        if any(r < 0 for r in layer.repeats):
-            raise op.error(f"repeats {op.param('repeats')} must not be negative")
         return layer
 
+    def check_repeats(self, shown) -> None:
+        if any(r < 0 for r in self.repeats):
+            raise self.op.error(f"repeats {shown} must not be negative")
+
+    def repeats_from_input(self, spec) -> None:
+        """Counts from a known input: a 0-dim tensor repeats every element alike."""
+        self.repeats = known_ints(self, spec, "repeats")
+        self.scalar = spec.shape == ()
+        self.check_repeats(self.repeats)
+
     def infer_specs(self, inputs):
-        self.expect_inputs(inputs, 1)
+        self.expect_inputs(inputs, 2 if self.from_input else 1)
+        if self.from_input:
+            self.repeats_from_input(inputs[1])
         x = inputs[0]
         shape = x.shape if self.dim is not None else (x.numel,)
         self.axis = 0 if self.dim is None else normalize_dim(self, self.dim, len(shape))

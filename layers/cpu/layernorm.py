@@ -17,12 +17,18 @@ from kuiper.registry import register
 
 @register("nn.LayerNorm", "F.layer_norm", backend="cpu")
 class LayerNorm(RowNorm):
+    @staticmethod
+    def normalized_shape(op) -> tuple[int, ...]:
+        """The trailing dims normalised over (RMSNorm reads them the same way)."""
+        normalized = tuple(op.ints_param("normalized_shape"))
+        if any(d < 1 for d in normalized):
+            raise op.error(f"normalized_shape={normalized}: every dim must be >= 1")
+        return normalized
+
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
-        layer.normalized = tuple(op.ints_param("normalized_shape"))
-        if any(d < 1 for d in layer.normalized):
-            raise op.error(f"normalized_shape={layer.normalized}: every dim must be >= 1")
+        layer.normalized = cls.normalized_shape(op)
         # pnnx writes elementwise_affine=False for LayerNorm(bias=False) yet may keep @weight;
         # read_affine takes whatever weights the operator carries.
         affine = op.bool_param("elementwise_affine", True) and not op.type.startswith("F.")

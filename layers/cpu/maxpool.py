@@ -1,9 +1,10 @@
-"""Max pooling, 1-D and 2-D: the largest input under each (possibly dilated) window.
+"""Max pooling, 1-D, 2-D and 3-D: the largest input under each (possibly dilated) window.
 
-With `return_indices=True` a second output holds, for every output, where its maximum came
-from: the flat position `row * W + col` inside its input plane (PyTorch's convention, which
-`MaxUnpool2d` consumes). pnnx writes that second output for `F.max_pool*d(...,
-return_indices=True)` even when the model never reads it.
+With `return_indices=True` a second output (int64) holds, for every output, where its maximum
+came from: the flat position inside its input plane, `row * W + col` in 2-D and
+`(depth * H + row) * W + col` in 3-D (PyTorch's convention, which `MaxUnpool*d` consumes).
+pnnx writes that second output for `F.max_pool*d(..., return_indices=True)` even when the
+model never reads it.
 
 Padding counts as -inf, so a padded position never wins. A NaN always wins (PyTorch's rule: a
 pool of a NaN is NaN).
@@ -26,7 +27,8 @@ from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 
 
-@register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", backend="cpu")
+@register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", "nn.MaxPool3d",
+          "F.max_pool3d", backend="cpu")
 class MaxPool(Layer):
     @classmethod
     def from_operator(cls, op):
@@ -43,9 +45,8 @@ class MaxPool(Layer):
     def infer(self, inputs):
         self.expect_inputs(inputs, 1)
         shape = inputs[0].shape
-        _, h, w = check_pool_input(self, shape, self.rank)
-        oh, ow = pooled_sizes(self, self.windows, h, w)
-        out = output_shape(shape, self.rank, oh, ow)
+        _, size = check_pool_input(self, shape, self.rank)
+        out = output_shape(shape, self.rank, pooled_sizes(self, self.windows, size))
         specs = [TensorSpec(out, inputs[0].dtype)]
         if self.with_indices:
             specs.append(TensorSpec(out, np.dtype(np.int64)))
@@ -53,39 +54,43 @@ class MaxPool(Layer):
 
     def forward(self, inputs):
         x = inputs[0]
-        planes, h, w = check_pool_input(self, x.shape, self.rank)
-        oh, ow = pooled_sizes(self, self.windows, h, w)
-        out = output_shape(x.shape, self.rank, oh, ow)
-        view = x.reshape(planes, h, w)
+        planes, size = check_pool_input(self, x.shape, self.rank)
+        pooled = pooled_sizes(self, self.windows, size)
+        out = output_shape(x.shape, self.rank, pooled)
+        view = x.reshape(planes, *size)
         if not self.with_indices:
             best = None
-            for _, _, values in window_taps(view, self.windows, oh, ow, -np.inf):
+            for _, values in window_taps(view, self.windows, pooled, -np.inf):
                 if best is None:
                     best = values.copy()  # the first tap starts the running maximum
                 else:
                     np.maximum(best, values, out=best)  # propagates NaN, as PyTorch
             return [best.reshape(out)]
-        best, index = self._with_indices(view, h, w, oh, ow)
+        best, index = self._with_indices(view, size, pooled)
         return [best.reshape(out), index.reshape(out)]
 
-    def _with_indices(self, view, h, w, oh, ow):
+    def _with_indices(self, view, size, pooled):
         """Values and argmax positions; ties go to the first tap in row-major order."""
-        wy, wx = self.windows
         # If a whole window were -inf, PyTorch reports its first *in-bounds* tap: start there.
-        first_row = _first_inside(wy.starts(oh), wy.dilation)
-        first_col = _first_inside(wx.starts(ow), wx.dilation)
-        start = first_row[:, None] * w + first_col[None, :]
-        index = np.broadcast_to(start, (view.shape[0], oh, ow)).copy()
-        best = np.full((view.shape[0], oh, ow), -np.inf, dtype=view.dtype)
-        for rows, cols, values in window_taps(view, self.windows, oh, ow, -np.inf):
+        first = [_first_inside(w.starts(o), w.dilation) for w, o in zip(self.windows, pooled)]
+        index = np.broadcast_to(_flat_index(first, size), (view.shape[0], *pooled)).copy()
+        best = np.full((view.shape[0], *pooled), -np.inf, dtype=view.dtype)
+        for coords, values in window_taps(view, self.windows, pooled, -np.inf):
             better = (values > best) | np.isnan(values)
             best = np.where(better, values, best)
-            index = np.where(better, rows[:, None] * w + cols[None, :], index)
+            index = np.where(better, _flat_index(coords, size), index)
         return best, index.astype(np.int64)
 
     def flops(self, inputs, outputs):
-        wy, wx = self.windows
-        return outputs[0].numel * wy.kernel * wx.kernel  # one comparison per tap
+        taps = int(np.prod([w.kernel for w in self.windows]))
+        return outputs[0].numel * taps  # one comparison per tap
+
+
+def _flat_index(coords, size) -> np.ndarray:
+    """(z * H + y) * W + x on the (OD, OH, OW) grid, from per-axis coordinate vectors."""
+    z, y, x = coords
+    _, h, w = size
+    return (z[:, None, None] * h + y[None, :, None]) * w + x[None, None, :]
 
 
 def _first_inside(starts: np.ndarray, dilation: int) -> np.ndarray:

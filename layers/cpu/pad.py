@@ -64,14 +64,18 @@ class PadLayer(Layer):
             raise self.shape_error(f"{self.mode} padding of {k} dim(s) needs a {k + 1}-D or "
                                    f"{k + 2}-D input (pad has 2, 4 or 6 values), got shape "
                                    f"{shape}")
-        self.tables = []  # (axis, source table), last dim first as in `pad`
         out = list(shape)
         for i in range(k):
             axis = len(shape) - 1 - i
             before, after = self.pads[2 * i], self.pads[2 * i + 1]
             self.check_amounts(shape, axis, before, after)
-            self.tables.append((axis, source_table(shape[axis], before, after, self.mode)))
             out[axis] = shape[axis] + before + after
+        self.check_budget(out, x.dtype)  # the tables below grow with the output size
+        self.tables = []  # (axis, source table), last dim first as in `pad`
+        for i in range(k):
+            axis = len(shape) - 1 - i
+            before, after = self.pads[2 * i], self.pads[2 * i + 1]
+            self.tables.append((axis, source_table(shape[axis], before, after, self.mode)))
         return [TensorSpec(tuple(out), x.dtype)]
 
     def check_amounts(self, shape, axis, before, after):

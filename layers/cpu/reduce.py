@@ -6,6 +6,8 @@ torch.max / torch.min with a dim return (values, indices); pnnx keeps only the o
 used, so with one output the declared dtype (i64 or not) tells which one it is.
 var/std arrive with `correction=k`, or `unbiased=True/False`, or `unbiased=k` (pnnx writes an
 integer correction into `unbiased`); all three mean "divide by N - k".
+ONNX ReduceMax / ReduceMin, which pnnx's ONNX route sometimes leaves as they are, are `OnnxReduce`
+(ONNX's `axes`, `keepdims`, `noop_with_empty_axes`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ class Reduce(Layer):
             dim = [int(dim)]
         elif dim is not None:
             dim = op.ints_param("dim")
-        if layer.kind in WITH_INDEX | {"prod"} and dim is not None and len(dim) != 1:
+        # torch.prod takes one dim, but pnnx's ONNX route writes ReduceProd over several
+        # (`dim=(0,1,2)`), which is the product over all of them, as for sum.
+        if layer.kind in WITH_INDEX and dim is not None and len(dim) != 1:
             raise op.error(f"parameter 'dim' should be a single dim for {op.type}, got {dim}")
         if layer.kind == "logsumexp" and dim is None:
             raise op.error("parameter 'dim' is missing: torch.logsumexp needs the dims to reduce")
@@ -68,9 +72,11 @@ class Reduce(Layer):
         self.axes = tuple(range(len(x.shape))) if axes is None else axes
         if self.full and self.kind in ("argmax", "argmin"):
             shape = (1,) * len(x.shape) if self.keepdim else ()  # index into the flat input
+        elif self.full and self.kind in ("max", "min"):
+            # torch.max(x) has no keepdim: a 0-D result, unless pnnx declared (1,...,1).
+            shape = reduced_shape(x.shape, self.axes, self._declares_kept_dims(len(x.shape)))
         else:
-            shape = reduced_shape(x.shape, self.axes, self.keepdim and not (
-                self.full and self.kind in ("max", "min")))
+            shape = reduced_shape(x.shape, self.axes, self.keepdim)
         if self.kind in WITH_INDEX | {"amax", "amin", "logsumexp", "norm"} and any(
                 x.shape[a] == 0 for a in self.axes):
             raise self.shape_error(f"{self.type} of an empty dim: input shape {x.shape}")
@@ -80,6 +86,18 @@ class Reduce(Layer):
         dtypes = {"values": values_dtype, "indices": np.dtype(np.int64)}
         self.out_specs = [TensorSpec.of(shape, dtypes[o]) for o in self.outputs]
         return self.out_specs
+
+    def _declares_kept_dims(self, rank: int) -> bool:
+        """pnnx's ONNX route writes ONNX `ReduceMax(x)` / `ReduceMin(x)` (no axes, keepdims=1)
+        as `torch.max` / `torch.min` with neither dim nor keepdim, but declares the output ONNX
+        gives, (1,...,1) of the input's rank (onnx/test_onnx_reduce_ops): follow the
+        declaration there. A traced torch.max(x) is declared 0-D."""
+        source = self.op.source
+        declared = source.output_shapes if source is not None else []
+        if rank == 0 or not declared or not declared[0]:
+            return False
+        shape = declared[0][0]
+        return len(shape) == rank and all(d == 1 for d in shape)
 
     def forward(self, inputs):
         x = inputs[0]
@@ -128,6 +146,46 @@ class Reduce(Layer):
 
     def flops(self, inputs, outputs):
         return inputs[0].numel
+
+
+@register("ReduceMax", "ReduceMin", backend="cpu")
+class OnnxReduce(Reduce):
+    """ONNX ReduceMax / ReduceMin, which pnnx leaves as they are when it does not rewrite them
+    into torch.amax / torch.amin (the adaptive max pools from torch.onnx's dynamo exporter:
+    `ReduceMax axes=(-2,-1) keepdims=1`).
+
+    ONNX semantics: `axes` (an attribute, or from opset 18 a constant second input) lists the
+    axes; `keepdims` defaults to 1; no axes (missing or `axes=()`) reduce every axis, unless
+    `noop_with_empty_axes=1`, which makes the operator the identity. The result keeps the
+    input's dtype.
+    """
+
+    KINDS = {"ReduceMax": "amax", "ReduceMin": "amin"}
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.kind = cls.KINDS[op.type]
+        layer.axes_param = None if op.param("axes", None) is None else op.ints_param("axes")
+        layer.keepdim = op.bool_param("keepdims", True)
+        layer.noop_with_empty_axes = op.bool_param("noop_with_empty_axes", False)
+        layer.correction, layer.p = 0.0, 2.0
+        layer.outputs = ["values"]
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 1, 2)
+        axes = self.axes_param
+        if len(inputs) == 2:  # opset 18: the axes are an input, known when the model is built
+            if not inputs[1].known:
+                raise self.op.error("the axes input should be a constant")
+            if axes is not None:
+                raise self.op.error("axes given both as a parameter and as an input")
+            axes = [int(a) for a in np.asarray(inputs[1].value).reshape(-1)]
+        if not axes:
+            axes = [] if self.noop_with_empty_axes else None
+        self.dims = axes
+        return super().infer(inputs[:1])
 
 
 def norm(x: np.ndarray, p: float, axis, keep: bool) -> np.ndarray:

@@ -5,13 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.base import ElementwiseLayer
+from kuiper.layers.common.input_dtypes import FLOATS, INTEGERS, expect_dtype
 from kuiper.registry import register
 
 
 @register("nn.ReLU", "F.relu", backend="cpu")
 class ReLU(ElementwiseLayer):
+    def infer(self, inputs):
+        specs = super().infer(inputs)
+        expect_dtype(self, inputs[0], FLOATS + INTEGERS)  # bools: refused, as in PyTorch
+        self.in_dtype = inputs[0].dtype  # a folded constant arrives as a Python number
+        return specs
+
     def forward(self, inputs):
-        return [np.maximum(inputs[0], 0, dtype=inputs[0].dtype)]
+        x = np.asarray(inputs[0], getattr(self, "in_dtype", None))
+        return [np.maximum(x, 0, dtype=x.dtype)]
 
     def in_place_form(self):
         return relu_into

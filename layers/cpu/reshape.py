@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.datamove import DataMovementLayer, ints_from_param_or_input, normalize_dim
+from kuiper.layers.common.datamove import (
+    DataMovementLayer,
+    ints_from_param_or_input,
+    normalize_dim,
+    normalize_dims,
+)
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 
@@ -149,18 +154,29 @@ class Squeeze(ViewLayer):
 
 @register("torch.unsqueeze", "Tensor.unsqueeze", backend="cpu")
 class Unsqueeze(ViewLayer):
+    """`dim` is an int, as torch.unsqueeze takes it, or, from pnnx's ONNX route (ONNX
+    Unsqueeze), a list of dims such as `dim=(0,1)` or `dim=(-1,1)`, or `dim=()` (read as None:
+    no new dim, the output is the input). A list follows ONNX: each dim is a position in the
+    *output*, whose rank is the input's plus the number of dims, negative ones counted from its
+    end, so the result is the same as unsqueezing the sorted, normalized dims one at a time."""
+
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
-        layer.dim = op.int_param("dim")
+        dim = op.param("dim")
+        layer.dims = [] if dim is None else op.ints_param("dim")
         return layer
 
     def out_shape(self, inputs):
         self.expect_inputs(inputs, 1)
         shape = inputs[0].shape
-        # The new dim may go anywhere in the *output*, which has one more dim than the input.
-        dim = normalize_dim(self, self.dim, len(shape) + 1)
-        return shape[:dim] + (1,) + shape[dim:]
+        # A new dim may go anywhere in the *output*, which has one more dim per new dim.
+        rank = len(shape) + len(self.dims)
+        dims = normalize_dims(self, self.dims, rank, "dim")
+        out = list(shape)
+        for d in sorted(dims):
+            out.insert(d, 1)
+        return tuple(out)
 
 
 @register("Tensor.unflatten", "torch.unflatten", "nn.Unflatten", backend="cpu")

@@ -73,3 +73,21 @@ class LogSoftmax(SoftmaxBase):
 @register("nn.Softmin", "F.softmin", backend="cpu")
 class Softmin(SoftmaxBase):
     negate = True
+
+
+@register("nn.Softmax2d", backend="cpu")
+class Softmax2d(SoftmaxBase):
+    """Softmax over the channels of every pixel: dim -3 of a (C, H, W) or (N, C, H, W) input."""
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.dim = -3
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 1)
+        if len(inputs[0].shape) not in (3, 4):
+            raise self.shape_error(f"Softmax2d needs a 3-D (C, H, W) or 4-D (N, C, H, W) "
+                                   f"input, got shape {tuple(inputs[0].shape)}")
+        return super().infer(inputs)

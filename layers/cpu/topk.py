@@ -3,7 +3,9 @@
 All three are "the first k positions of a stable ordering": topk takes k of them, sort and
 argsort take all. Ties keep their original order (the smaller index first) and NaN counts as
 larger than every number, as in torch. torch.topk(sorted=False) may return the k winners in
-any order; returning them sorted is one valid answer.
+any order; returning them sorted is one valid answer. It is not PyTorch's CPU order (that is
+whatever std::nth_element leaves, unless k is small next to the dim), so `kuiper compare`
+compares such outputs as sets: see the tolerance rules in kuiper/tools/compare.py.
 
 pnnx keeps only the outputs that are used; with one output, its declared dtype (i64 or not)
 says whether it is the values or the indices.

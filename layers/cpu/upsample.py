@@ -109,7 +109,8 @@ def is_identity(n_in: int, idx: np.ndarray, weights: np.ndarray) -> bool:
 
 
 def _as_scale(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+            or not math.isfinite(value)):
         raise ValueError(value)
     return float(value)
 
@@ -142,8 +143,8 @@ class Upsample(Layer):
             try:
                 layer.scale_factor = [_as_scale(s) for s in scales]
             except ValueError:
-                raise op.error(f"parameter 'scale_factor' should be positive numbers, got "
-                               f"{scale!r}") from None
+                raise op.error("parameter 'scale_factor' should be positive finite numbers, "
+                               f"got {scale!r}") from None
         recompute = op.param("recompute_scale_factor", None)
         layer.recompute = False if recompute is None else op.bool_param("recompute_scale_factor")
         return layer
@@ -178,13 +179,15 @@ class Upsample(Layer):
             raise self.shape_error(f"cannot resize input {x.shape} to spatial size "
                                    f"{tuple(n_out)}: it is empty (size or scale_factor too "
                                    "small, or an empty input)")
+        out_shape = tuple(x.shape[:2]) + tuple(n_out)
+        self.check_budget(out_shape, x.dtype)  # the tables below grow with the output size
         # (axis, indices, weights) per spatial dim that changes anything, last dim first.
         self.passes = []
         for d in reversed(range(n)):
             idx, w = axis_table(self.mode, n_in[d], n_out[d], scales[d], self.align_corners)
             if not is_identity(n_in[d], idx, w):
                 self.passes.append((2 + d, idx, w))
-        return [TensorSpec(tuple(x.shape[:2]) + tuple(n_out), x.dtype)]
+        return [TensorSpec(out_shape, x.dtype)]
 
     def forward(self, inputs):
         y = inputs[0]

@@ -6,33 +6,34 @@ layers/common/pooling.py.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator, Sequence
+
 import numpy as np
 
 from kuiper.layers.common.pooling import Window
 from kuiper.layers.cpu_helpers.im2col import pad_input
 
 
-def window_taps(planes: np.ndarray, windows: tuple[Window, Window], oh: int, ow: int,
-                fill: float):
-    """Yield (rows, cols, values) for every tap (ky, kx) of the window, vectorised over outputs.
+def window_taps(planes: np.ndarray, windows: Sequence[Window], out: Sequence[int], fill: float
+                ) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+    """Yield (coords, values) for every tap of the window, vectorised over outputs.
 
-    `planes` is (P, H, W). It is padded once with `fill` (-inf for max, 0 for average) so that
-    every window, including a ceil_mode window hanging over the right edge, can be read with a
-    plain strided slice: `values[p, i, j]` is the tap's input at output (i, j), and
-    `rows[i]`, `cols[j]` are its unpadded input coordinates (out of range inside padding).
+    `planes` is (P, D, H, W) and `windows`/`out` give one Window / output length per spatial
+    axis. The planes are padded once with `fill` (-inf for max, 0 for average) so that every
+    window, including a ceil_mode window hanging over the far edge, can be read with a plain
+    strided slice: `values[p, z, y, x]` is the tap's input at output (z, y, x), and
+    `coords[a][o]` is its unpadded input coordinate along axis `a` at output `o` along that axis
+    (out of range inside padding). Taps come in row-major order (last axis fastest), which
+    is the order PyTorch breaks ties in.
     """
-    wy, wx = windows
-    _, h, w = planes.shape
-    need_h = (oh - 1) * wy.stride + wy.span  # padded length the last window reaches
-    need_w = (ow - 1) * wx.stride + wx.span
+    pads = [(w.pad, max(0, (o - 1) * w.stride + w.span - w.pad - n))  # how far windows reach
+            for w, o, n in zip(windows, out, planes.shape[1:])]
     # into a reused workspace, only the borders filled (see im2col.pad_input)
-    padded = pad_input(planes, [(wy.pad, max(0, need_h - wy.pad - h)),
-                                (wx.pad, max(0, need_w - wx.pad - w))], value=fill)
-    row0, col0 = wy.starts(oh), wx.starts(ow)
-    for ky in range(wy.kernel):
-        y0 = ky * wy.dilation
-        for kx in range(wx.kernel):
-            x0 = kx * wx.dilation
-            values = padded[:, y0:y0 + (oh - 1) * wy.stride + 1:wy.stride,
-                            x0:x0 + (ow - 1) * wx.stride + 1:wx.stride]
-            yield row0 + y0, col0 + x0, values
+    padded = pad_input(planes, pads, value=fill)
+    starts = [w.starts(o) for w, o in zip(windows, out)]
+    for tap in itertools.product(*(range(w.kernel) for w in windows)):
+        offsets = [t * w.dilation for t, w in zip(tap, windows)]
+        cut = tuple(slice(first, first + (o - 1) * w.stride + 1, w.stride)
+                    for first, o, w in zip(offsets, out, windows))
+        yield tuple(s + first for s, first in zip(starts, offsets)), padded[(slice(None), *cut)]

@@ -5,8 +5,13 @@ C expression for ACT (passed as the build option `-DACT(x)=...`) in terms of `x`
 parameters `p0 p1 p2`, which are the CPU class's `params` in order. Adding an activation is one
 class on the CPU side and one line in `EXPRESSIONS`.
 
-The expressions may use the helpers defined in activation.cl (sigmoid, softplus, log_sigmoid,
-gelu) and must not contain whitespace: build options are split on spaces.
+The expressions may use the helpers defined in activation.cl (keep_nan, sigmoid, softplus,
+log_sigmoid, gelu) and must not contain whitespace: build options are split on spaces. NaN must
+come out NaN, as in PyTorch: OpenCL's fmin/fmax/clamp drop it, so formulas built on them are
+wrapped in keep_nan, and comparisons are written so that NaN takes the branch returning x
+(`x<=p0?p1:x`, not `x>p0?x:p1`). tests/opencl/test_nan_inf.py checks every one.
+
+The kernel computes float32; a tensor of another dtype runs the CPU layer (graph.fallbacks).
 """
 
 from __future__ import annotations
@@ -19,26 +24,27 @@ from kuiper.registry import register
 
 # ELU-family constants are spelled out as float literals: double literals would need fp64.
 EXPRESSIONS: dict[type, str] = {
-    cpu.ReLU6: "clamp(x,0.0f,6.0f)",
+    cpu.ReLU6: "keep_nan(x,clamp(x,0.0f,6.0f))",
     cpu.LeakyReLU: "x>0.0f?x:x*p0",
+    cpu.RReLU: "x>=0.0f?x:x*(0.5f*(p0+p1))",
     cpu.Sigmoid: "sigmoid(x)",
     cpu.SiLU: "x*sigmoid(x)",
     cpu.Hardswish: "x*clamp(x+3.0f,0.0f,6.0f)/6.0f",
-    cpu.Hardsigmoid: "clamp(x+3.0f,0.0f,6.0f)/6.0f",
+    cpu.Hardsigmoid: "keep_nan(x,clamp(x+3.0f,0.0f,6.0f)/6.0f)",
     cpu.GELU: "gelu(x,p0)",
     cpu.Tanh: "tanh(x)",
     cpu.ELU: "x>0.0f?x:p0*expm1(x)",
-    cpu.CELU: "fmax(x,0.0f)+fmin(0.0f,p0*expm1(x/p0))",
+    cpu.CELU: "keep_nan(x,fmax(x,0.0f)+fmin(0.0f,p0*expm1(x/p0)))",
     cpu.SELU: f"{cpu.SELU_SCALE:.9g}f*(x>0.0f?x:{cpu.SELU_ALPHA:.9g}f*expm1(x))",
     cpu.Mish: "x*tanh(softplus(x,1.0f,20.0f))",
     cpu.Softplus: "softplus(x,p0,p1)",
-    cpu.Hardtanh: "fmin(fmax(x,p0),p1)",
+    cpu.Hardtanh: "keep_nan(x,fmin(fmax(x,p0),p1))",
     cpu.Softsign: "x/(1.0f+fabs(x))",
     cpu.LogSigmoid: "log_sigmoid(x)",
-    cpu.Threshold: "x>p0?x:p1",
+    cpu.Threshold: "x<=p0?p1:x",
     cpu.Tanhshrink: "x-tanh(x)",
-    cpu.Hardshrink: "fabs(x)>p0?x:0.0f",
-    cpu.Softshrink: "x>p0?x-p0:(x<-p0?x+p0:0.0f)",
+    cpu.Hardshrink: "x>=-p0&&x<=p0?0.0f:x",
+    cpu.Softshrink: "x>=-p0&&x<=p0?0.0f:(x>p0?x-p0:x+p0)",
 }
 
 
@@ -49,9 +55,8 @@ class OpenCLActivation(OpenCLLayer):
     expr = ""
 
     def bind(self, inputs, outputs, in_specs, out_specs):
-        if in_specs[0].dtype != np.float32:
-            raise self.op.error(f"the OpenCL {self.type} computes in float32, got a "
-                                f"{in_specs[0].dtype} input")
+        if self.falls_back_unless([np.float32], inputs, outputs, in_specs, out_specs):
+            return  # float16, float64, integers: the CPU layer, as the CPU backend computes
         n = out_specs[0].numel
         values = [np.float32(v) for v in self.values]
         values += [np.float32(0)] * (3 - len(values))

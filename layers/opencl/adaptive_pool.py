@@ -13,8 +13,7 @@ from kuiper.registry import register
 @register(backend="opencl")
 class AdaptivePool(OpenCLLayer, adaptive_pool.AdaptivePool):
     def bind(self, inputs, outputs, in_specs, out_specs):
-        _, h, w = check_pool_input(self, in_specs[0].shape, self.rank)
-        oh, ow = self.out_hw(h, w)
+        _, size = check_pool_input(self, in_specs[0].shape, self.rank)
         n = out_specs[0].numel
         buffers = [inputs[0].data, outputs[0].data]
         options = []
@@ -23,5 +22,5 @@ class AdaptivePool(OpenCLLayer, adaptive_pool.AdaptivePool):
             options.append("-DWITH_INDICES")
         name = "adaptive_maxpool" if self.is_max else "adaptive_avgpool"
         kernel = self.kernel(name, options)
-        kernel.set_args(*buffers, *(np.int32(v) for v in (n, h, w, oh, ow)))
+        kernel.set_args(*buffers, *(np.int32(v) for v in (n, *size, *self.out_size(size))))
         self.launches = [Launch(kernel, (round_up(n, 64),))]

@@ -107,9 +107,14 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         r, d = self.roles, self.dims
         n, length, source, heads = self.n, self.length, self.source, d.num_heads
+        keys = self.keys   # source positions, plus bias_kv / zero_attn ones
         e = d.embed_dim
         hd = e // heads
         self.launches = []
+        if self.extra and (r.attn_mask is not None or r.key_padding_mask is not None):
+            self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
+                                   "masks together with add_bias_kv / add_zero_attn")
+            return
         by_name = dict(zip(self.outputs, outputs))
 
         def seq(t: int, width: int, nn: int, col: int = 0) -> tuple[int, int]:
@@ -119,30 +124,35 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
                 return nn * t * width + col, width
             return nn * width + col, n * width
 
-        def project(x, width: int, t: int, w: np.ndarray, b: np.ndarray, out) -> None:
+        def project(x, width: int, t: int, w: np.ndarray, b: np.ndarray, out,
+                    t_out: int | None = None) -> None:
             rows = t * n   # every token of every batch item, in the input's own order
             weight, bias = self.upload(np.ascontiguousarray(w)), self.upload(b)
             keep_alive(self, [weight, bias])
+            ins, outs, batch = [0], [0], 1
+            if d.batch_first and t_out not in (None, t):  # room for extra positions per item
+                rows, batch = t, n
+                ins, outs = [k * t * width for k in range(n)], [k * t_out * e for k in range(n)]
             self.launches.append(strided_gemm_launch(
-                self, rows, e, width, explicit(x, [0], width, 1),
-                explicit(weight, [0], 1, width),          # W^T: (k, j) -> W[j, k]
-                explicit(out, [0], e, 1), explicit(bias, [0], 0, 1)))
+                self, rows, e, width, explicit(x, ins, width, 1),
+                explicit(weight, [0] * batch, 1, width),          # W^T: (k, j) -> W[j, k]
+                explicit(out, outs, e, 1), explicit(bias, [0] * batch, 0, 1)))
 
-        qp, kp, vp = self.scratch(length * n, e), self.scratch(source * n, e), \
-            self.scratch(source * n, e)
+        qp = self.scratch(length * n, e)
+        kp, vp = self.key_value_buffers(n, source, e)
         project(inputs[r.query], e, length, self.w_q, self.b_q, qp)
-        project(inputs[r.key], d.kdim, source, self.w_k, self.b_k, kp)
-        project(inputs[r.value], d.vdim, source, self.w_v, self.b_v, vp)
+        project(inputs[r.key], d.kdim, source, self.w_k, self.b_k, kp, keys)
+        project(inputs[r.value], d.vdim, source, self.w_v, self.b_v, vp, keys)
 
         # Scores of head h of batch item nn: Q_h (L, hd) @ K_h^T (hd, S).
         per_head = "weights" in by_name and not self.average
-        p = by_name["weights"] if per_head else self.scratch(n * heads, length, source)
+        p = by_name["weights"] if per_head else self.scratch(n * heads, length, keys)
         b_items = [(nn, h) for nn in range(n) for h in range(heads)]
         q_view = [seq(length, e, nn, h * hd) for nn, h in b_items]
-        k_view = [seq(source, e, nn, h * hd) for nn, h in b_items]
-        grid = explicit(p, [b * length * source for b in range(len(b_items))], source, 1)
+        k_view = [seq(keys, e, nn, h * hd) for nn, h in b_items]
+        grid = explicit(p, [b * length * keys for b in range(len(b_items))], keys, 1)
         self.launches.append(strided_gemm_launch(
-            self, length, source, hd,
+            self, length, keys, hd,
             explicit(qp, [o for o, _ in q_view], q_view[0][1], 1),
             explicit(kp, [o for o, _ in k_view], 1, k_view[0][1]), grid,
             alpha=1.0 / math.sqrt(hd)))
@@ -159,21 +169,42 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
             offsets = np.repeat(view.offsets, heads * length).astype(np.int32)
             masks.append((inputs[r.key_padding_mask], offsets, view.col,
                           DROP if m.dtype == np.bool_ else ADD, m.dtype))
-        self.launches.append(self.softmax_launch(p, n * heads * length, source, length, masks,
+        self.launches.append(self.softmax_launch(p, n * heads * length, keys, length, masks,
                                                  causal=False, safe=False))
 
         # Heads back into one (tokens, E) buffer, in the query's layout, then the output proj.
         concat = self.scratch(length * n, e)
-        v_view = [seq(source, e, nn, h * hd) for nn, h in b_items]
+        v_view = [seq(keys, e, nn, h * hd) for nn, h in b_items]
         self.launches.append(strided_gemm_launch(
-            self, length, hd, source, grid,
+            self, length, hd, keys, grid,
             explicit(vp, [o for o, _ in v_view], v_view[0][1], 1),
             explicit(concat, [o for o, _ in q_view], q_view[0][1], 1)))
         if "output" in by_name:
             project(concat, e, length, self.w_out, self.b_out, by_name["output"])
         if "weights" in by_name and self.average:
-            total = n * length * source
+            total = n * length * keys
             kernel = self.kernel("head_mean", stem="attention")
             kernel.set_args(p.data, by_name["weights"].data, np.int32(heads),
-                            np.int32(length * source), np.int32(total))
+                            np.int32(length * keys), np.int32(total))
             self.launches.append(Launch(kernel, (round_up(total, 64),)))
+
+    def key_value_buffers(self, n: int, source: int, e: int):
+        """Projected K and V, (keys * n, e) in the model's layout. The extra positions of
+        add_bias_kv / add_zero_attn are constants: written once here, and the projections
+        (which fill the other rows every run) never touch them."""
+        if not self.extra:
+            return self.scratch(source * n, e), self.scratch(source * n, e)
+        keys = source + self.extra
+        buffers = []
+        for which in (0, 1):   # 0: keys, 1: values
+            host = np.zeros((keys, n, e) if not self.dims.batch_first else (n, keys, e),
+                            np.float32)
+            for k, rows in enumerate(self.extra_positions()):
+                if self.dims.batch_first:
+                    host[:, source + k] = rows[which]
+                else:
+                    host[source + k] = rows[which]
+            buffer = self.upload(host.reshape(keys * n, e))
+            keep_alive(self, [buffer])
+            buffers.append(buffer)
+        return buffers

@@ -1,6 +1,6 @@
 """torch.clamp on OpenCL: the activation kernel with ACT = clamp between p0 and p1.
 
-`x != x` is the NaN test: fmin/fmax would replace a NaN by the bound, PyTorch keeps it.
+keep_nan (clkernels/activation.cl): fmin/fmax would replace a NaN by the bound, PyTorch keeps it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from kuiper.layers.cpu import clamp
 from kuiper.layers.opencl.activation import OpenCLActivation
 from kuiper.registry import register
 
-CLAMP = "x!=x?x:fmin(fmax(x,p0),p1)"
+CLAMP = "keep_nan(x,fmin(fmax(x,p0),p1))"
 
 
 @register(backend="opencl")

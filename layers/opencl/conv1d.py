@@ -1,4 +1,4 @@
-"""1-D convolution on OpenCL: conv2d's binding with the input seen as (N, C, 1, L)."""
+"""1-D convolution on OpenCL: conv2d's binding with the input seen as (N, C, 1, 1, L)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """Transposed convolution on OpenCL: the weight GEMM into a column buffer, then `col2im`.
 
 Both launches are bound once here (clkernels/conv_transpose2d.cl explains them). The column
-buffer holds Cout*KH*KW values per input pixel and is allocated at bind time.
+buffer holds Cout*KD*KH*KW values per input voxel and is allocated at bind time. The kernels are
+written for 3-D volumes; ConvTranspose1d and ConvTranspose3d (layers/opencl/conv_transpose1d.py,
+conv_transpose3d.py) use the same binding, a 1-D or 2-D input being a volume with unit leading
+axes.
 """
 
 from __future__ import annotations
@@ -9,28 +12,37 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import conv_transpose2d
+from kuiper.layers.opencl.conv2d import lift3
 from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.gemm import BIAS_NONE, WeightBuffers, weight_gemm_launch
 from kuiper.registry import register
 
 
-@register(backend="opencl")
-class ConvTranspose2d(WeightBuffers, OpenCLLayer, conv_transpose2d.ConvTranspose2d):
+class ConvTransposeBind(WeightBuffers, OpenCLLayer):
+    """bind() for ConvTransposeNd twins (ndim 1, 2 or 3): every call becomes a 3-D one."""
+
     def bind(self, inputs, outputs, in_specs, out_specs):
         geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
-        (h, w), (kh, kw), (oh, ow) = geo.size, geo.kernel, geo.out
+        size, kernel, out = lift3(geo.size), lift3(geo.kernel), lift3(geo.out)
         n, cout, g = geo.n, geo.cout, self.groups
         weight, bias = self.weight_buffers(inputs)
-        # 1. cols[n][g] (Cout/G*KH*KW x H*W) = W[g]^T @ x[n][g]
-        m, k, hw = cout // g * kh * kw, geo.cin_g, h * w
-        self.cols = self.runtime.empty((n * cout * kh * kw * hw,), np.float32)
-        gemm = weight_gemm_launch(self, m, hw, k, weight, k * m, inputs[0].data, k * hw,
-                                  self.cols.data, m * hw, None, BIAS_NONE, groups=g, batch=n)
-        # 2. every output pixel gathers its patch values (+ bias)
+        # 1. cols[n][g] (Cout/G*KD*KH*KW x D*H*W) = W[g]^T @ x[n][g]
+        taps, voxels = int(np.prod(kernel)), int(np.prod(size))
+        m, k = cout // g * taps, geo.cin_g
+        self.cols = self.runtime.empty((n * cout * taps * voxels,), np.float32)
+        gemm = weight_gemm_launch(self, m, voxels, k, weight, k * m, inputs[0].data, k * voxels,
+                                  self.cols.data, m * voxels, None, BIAS_NONE, groups=g, batch=n)
+        # 2. every output value gathers its patch values (+ bias)
         i32 = np.int32
         col2im = self.kernel("col2im")
         col2im.set_args(self.cols.data, bias, i32(bias is not None), outputs[0].data, i32(cout),
-                        i32(h), i32(w), i32(kh), i32(kw), i32(oh), i32(ow),
-                        *(i32(v) for v in (*self.stride, *self.padding, *self.dilation)),
+                        *(i32(v) for v in (*size, *kernel, *out, *lift3(self.stride),
+                                           *lift3(self.padding, fill=0),
+                                           *lift3(self.dilation))),
                         i32(n * cout))
-        self.launches = [gemm, Launch(col2im, (oh, n * cout))]
+        self.launches = [gemm, Launch(col2im, (out[0] * out[1], n * cout))]
+
+
+@register(backend="opencl")
+class ConvTranspose2d(ConvTransposeBind, conv_transpose2d.ConvTranspose2d):
+    pass

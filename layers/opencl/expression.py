@@ -25,6 +25,8 @@ from kuiper.registry import register
 
 @register(backend="opencl")
 class Expression(OpenCLLayer, expression.Expression):
+    wide_indices = True  # the generated kernel indexes with long past 2**31 elements
+
     def allocate_outputs(self, inputs, in_specs, out_specs):
         # `expr=None` (pnnx's placeholder for an absent argument) has no numbers to store.
         if out_specs[0].dtype == object:
@@ -35,7 +37,14 @@ class Expression(OpenCLLayer, expression.Expression):
         self._host = None
         if outputs[0] is None:
             return
-        if not isinstance(self.symbolic_result(in_specs), Symbolic):
+        result = self.symbolic_result(in_specs)
+        if not isinstance(result, Symbolic):
+            tensors = [f"item {i} is a {'x'.join(map(str, v.shape))} tensor"
+                       for i, v in enumerate(result) if isinstance(v, Symbolic) and v.shape]
+            if tensors:  # `[@0]`: a Python list of tensors, which no device buffer can hold
+                raise self.op.error(f"expr={self.expr} is a list of tensors ({', '.join(tensors)})"
+                                    ": on OpenCL a list may only hold numbers (a shape); run "
+                                    "this model on the cpu backend")
             # A list with run-time items: evaluate it on the host (download, compute, upload).
             self._host = HostFallback(expression.Expression.from_operator(self.op), self.runtime)
             self._host.bind(inputs, outputs, in_specs, out_specs)
@@ -43,8 +52,8 @@ class Expression(OpenCLLayer, expression.Expression):
         try:
             code = generate(self.expr, self.rpn, in_specs, out_specs[0])
         except CodegenError as e:
-            raise self.op.error(f"expr={self.expr}: {e}; run this model on the cpu "
-                                "backend") from None
+            # complex values, float16 ...: the NumPy evaluator computes them (graph.fallbacks)
+            return self.fall_back_to_host(inputs, outputs, in_specs, out_specs, str(e))
         label = f"pnnx.Expression {self.expr}"
         program = self.runtime.program_from_source(code.source, [], label)
         self.source = code.source  # kept for reading and debugging: print(layer.source)

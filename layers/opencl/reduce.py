@@ -51,3 +51,8 @@ class Reduce(OpenCLLayer, reduce.Reduce):
                         None if y is None else y.data, None if yi is None else yi.data,
                         np.float32(self.p), np.float32(divisor))
         self.launches = [Launch(kernel, (n_out * wg,), (wg,))]
+
+
+@register(backend="opencl")
+class OnnxReduce(Reduce, reduce.OnnxReduce):
+    """ONNX ReduceMax / ReduceMin: the CPU layer's parameters, Reduce's kernel."""

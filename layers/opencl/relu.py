@@ -12,6 +12,8 @@ from kuiper.registry import register
 @register(backend="opencl")
 class ReLU(OpenCLLayer, relu.ReLU):
     def bind(self, inputs, outputs, in_specs, out_specs):
+        if self.falls_back_unless([np.float32], inputs, outputs, in_specs, out_specs):
+            return  # uint8, float64 ...: the CPU layer computes them (the kernel reads floats)
         n = out_specs[0].numel
         kernel = self.kernel("relu")
         kernel.set_args(inputs[0].data, outputs[0].data, np.int32(n))

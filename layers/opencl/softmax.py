@@ -49,3 +49,8 @@ class LogSoftmax(OpenCLSoftmax, softmax.LogSoftmax):
 @register(backend="opencl")
 class Softmin(OpenCLSoftmax, softmax.Softmin):
     pass
+
+
+@register(backend="opencl")
+class Softmax2d(OpenCLSoftmax, softmax.Softmax2d):
+    pass

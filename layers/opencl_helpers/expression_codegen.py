@@ -245,6 +245,9 @@ def c_literal(value: Any, dtype: np.dtype) -> str:
         return "1" if value else "0"
     if dtype.kind == "f":
         v = float(value)
+        if c == "float":  # round now: 1e39 is finite as a double but inf as a float
+            with np.errstate(over="ignore"):
+                v = float(np.float32(v))
         if np.isnan(v):
             return "NAN"
         if np.isinf(v):

@@ -5,13 +5,16 @@ The window arithmetic itself is shared with NumPy in layers/common/pooling.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from kuiper.layers.common.pooling import Window
 
 
-def window_params(windows: tuple[Window, Window]) -> list[np.int32]:
-    """kh, kw, sh, sw, ph, pw, dh, dw as OpenCL int arguments (the kernels' argument order)."""
-    wy, wx = windows
-    return [np.int32(v) for v in (wy.kernel, wx.kernel, wy.stride, wx.stride, wy.pad, wx.pad,
-                                  wy.dilation, wx.dilation)]
+def window_params(windows: Sequence[Window]) -> list[np.int32]:
+    """The kernel sizes, then the strides, the paddings and the dilations, one per axis, as
+    OpenCL int arguments (the kernels' argument order): for (H, W) windows
+    kh, kw, sh, sw, ph, pw, dh, dw; for (D, H, W) windows twelve values, kd first."""
+    return [np.int32(getattr(w, field)) for field in ("kernel", "stride", "pad", "dilation")
+            for w in windows]

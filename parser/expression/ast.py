@@ -28,7 +28,9 @@ So this parser lets the arity, not the parentheses, decide the structure (aritie
 
 Everything else is still checked, with the column of the offending character: unknown
 functions, missing arguments (`add(@0)`), doubled commas, trailing tokens, `)` without `(`,
-`(` never closed, `@k` beyond the operator's inputs.
+`(` never closed, `@k` beyond the operator's inputs, and calls nested deeper than `MAX_DEPTH`
+(the parser, `to_rpn` and `unparse` recurse once per level; a hostile file nesting thousands
+deep would otherwise end in Python's RecursionError instead of an error naming the column).
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ from dataclasses import dataclass, field
 from kuiper.parser.errors import ExpressionError
 from kuiper.parser.expression.functions import FUNCTIONS, Function
 from kuiper.parser.expression.tokenizer import Kind, Token, tokenize
+
+# Deepest nesting of calls accepted. pnnx's expressions are a few levels deep (a chain of
+# element-wise operations is rarely 20); 200 leaves room and keeps far below the recursion limit.
+MAX_DEPTH = 200
 
 # --- the nodes ----------------------------------------------------------------------------------
 # `column` (where the node starts in the text) is for error messages only: two trees are equal
@@ -111,6 +117,7 @@ class _Parser:
     def __init__(self, expr: str, tokens: list[Token], n_inputs: int | None):
         self.expr, self.tokens, self.n_inputs = expr, tokens, n_inputs
         self.pos = 0
+        self.depth = 0  # calls being parsed, one inside the other
         self.open_parens: list[int] = []  # columns of the '(' not closed yet
 
     # --- token stream ---
@@ -207,6 +214,15 @@ class _Parser:
         raise self.error(token, f"expected {what}, got {token.describe()}")
 
     def call(self, function: Function, name: Token) -> Call:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(name, f"calls nested more than {MAX_DEPTH} deep (pnnx never "
+                                   "writes such expressions; a damaged or hostile file?)")
+        node = self.call_arguments(function, name)
+        self.depth -= 1
+        return node
+
+    def call_arguments(self, function: Function, name: Token) -> Call:
         opened = self.peek().kind is Kind.LPAREN
         if opened:
             self.take()

@@ -16,6 +16,10 @@ runs on arrays.
 
 When every operand of a function is a Python number the function follows Python (`7 // 2` is 3,
 `div(7,2)` 3.5, `sqrt(4)` 2.0): that is size arithmetic, which PyTorch also did in Python.
+Python's integers have no size limit, so a tiny file could ask for `pow(10,100000000)` (a minute
+of work) or `lshift(1,100000000000)` (gigabytes) while the model loads. TorchScript's integers
+are int64, so no real model needs more: integer results beyond int64 are refused, and `pow` and
+`lshift` are refused *before* computing when their result could not fit (`_bounded_int`).
 """
 
 from __future__ import annotations
@@ -73,6 +77,11 @@ def evaluate(rpn: Sequence[Instruction], inputs: Sequence[Any], expr: str = "") 
 def apply(op: Op, args: list[Any], expr: str = "") -> Any:
     """Apply one RPN operation to its (already evaluated) arguments."""
     if op.name == LIST:
+        for i, a in enumerate(args):
+            if isinstance(a, list):  # `[size(@0),1]`: a shape is flat
+                raise ExpressionError(expr, op.column, f"item {i + 1} of the list is a list "
+                                                       f"of {len(a)}, expected a number or a "
+                                                       "tensor (lists do not nest)")
         return list(args)
     try:
         if op.name == "size":
@@ -136,8 +145,38 @@ _PYTHON_BINARY: dict[str, Callable] = {
 }
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _bounded_int(name: str, args: list[Any]) -> None:
+    """Refuse pow/lshift of Python ints whose result cannot fit int64, before computing it."""
+    if not all(isinstance(a, int) for a in args):
+        return
+    a, b = args
+    too_big = ((name == "pow" and abs(a) > 1 and b >= 64)
+               or (name == "lshift" and a != 0 and b >= 64))
+    if too_big:
+        raise OverflowError(f"{name}({_digits(a)}, {_digits(b)}) is beyond int64 (TorchScript "
+                            "integers are 64-bit; a damaged or hostile file?)")
+
+
+def _digits(n: int) -> str:
+    """An integer for a message: in full if short, else by its size."""
+    return str(n) if n.bit_length() <= 64 else f"<a {n.bit_length()}-bit integer>"
+
+
 def _python(name: str, args: list[Any]) -> Any:
+    result = _python_unbounded(name, args)
+    if isinstance(result, int) and not isinstance(result, bool) and not (
+            INT64_MIN <= result <= INT64_MAX):
+        raise OverflowError(f"the integer result {_digits(result)} is beyond int64 "
+                            "(TorchScript integers are 64-bit)")
+    return result
+
+
+def _python_unbounded(name: str, args: list[Any]) -> Any:
     if name in _PYTHON_BINARY:
+        _bounded_int(name, args)
         return _PYTHON_BINARY[name](*args)
     (a,) = args
     kind = FUNCTIONS[name].kind
@@ -172,7 +211,8 @@ def _sign(x: np.ndarray) -> np.ndarray:
 
 def _erf(x: np.ndarray) -> np.ndarray:
     # NumPy has no erf; math.erf per element is exact and fast enough for a reference layer.
-    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(x.dtype)
+    # (frompyfunc returns a bare Python float for a 0-dim input: asarray makes it an array.)
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64))).astype(x.dtype)
 
 
 def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:

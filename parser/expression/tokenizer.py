@@ -58,6 +58,7 @@ _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 # inf and nan as pnnx writes them: it prints floats with C's %e/%g, and adds ".0" to nan.
 _SPECIAL = re.compile(r"([+-]?)(inf|nan)(\.0)?")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _KEYWORDS = {"True": True, "False": False, "None": None}
 
 
@@ -87,7 +88,10 @@ def _word(expr: str, text: str, column: int) -> Token:
         return Token(Kind.INPUT, text, column, int(text[1:]))
     if text in _KEYWORDS:
         return Token(Kind.LITERAL, text, column, _KEYWORDS[text])
-    value = _number(text)
+    try:
+        value = _number(text)
+    except OverflowError as e:
+        raise ExpressionError(expr, column, str(e)) from None
     if value is not None:
         return Token(Kind.LITERAL, text, column, value)
     if text[0].isdigit() or text[0] in "+-.":
@@ -100,7 +104,12 @@ def _word(expr: str, text: str, column: int) -> Token:
 def _number(text: str) -> int | float | complex | None:
     """int, float or complex if `text` spells one the way pnnx writes it, else None."""
     if _INT.fullmatch(text):
-        return int(text)
+        digits = len(text.lstrip("+-"))
+        value = int(text) if digits <= 19 else None  # int() of 5,000 digits: slow, then refused
+        if value is None or not INT64_MIN <= value <= INT64_MAX:
+            raise OverflowError(f"integer literal of {digits} digits is beyond int64 (pnnx "
+                                "writes int64 constants)")
+        return value
     if _FLOAT.fullmatch(text):
         return float(text)
     special = _SPECIAL.fullmatch(text)

@@ -41,10 +41,10 @@ def test_an_unknown_lesson_is_a_clear_error():
 
 
 @pytest.fixture
-def lesson4(tmp_path):
-    """A copy of lesson 4, where a student can edit exercises.py."""
+def lesson4(tmp_path, pristine_course):
+    """A copy of lesson 4 as shipped, where a student can edit exercises.py."""
     course = tmp_path / "course_notes"
-    shutil.copytree(lessons()[4], course / "04_graph",
+    shutil.copytree(pristine_course / "04_graph", course / "04_graph",
                     ignore=shutil.ignore_patterns("__pycache__"))
     return course
 
@@ -87,6 +87,65 @@ def test_a_wrong_answer_is_reported_and_a_changed_signature_warned(lesson4):
     assert "warning: level_schedule(ops, strict=True) should be level_schedule(ops:" \
         in proc.stdout
     assert "test_level_schedule" in proc.stdout and "AssertionError" in proc.stdout
+    # Wrong answers only, no stub left: the footer must not blame an untouched stub.
+    assert "NotImplementedError" not in proc.stdout
+    assert proc.stdout.strip().endswith("lesson 4: not yet (read the first failure above)")
+
+
+def solve_lesson4(course):
+    """A student's solved lesson 4: the functions of kuiper/topo.py."""
+    (course / "04_graph" / "exercises.py").write_text(
+        "from kuiper.topo import dfs_iterative, level_schedule  # noqa: F401\n")
+
+
+def test_a_selection_that_matches_nothing_fails_and_says_so(lesson4):
+    solve_lesson4(lesson4)
+    proc = kuiper_cli("course", "check", "4", "--", "-k", "no_such_test", course_dir=lesson4)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "lesson 4: no test selected" in proc.stdout and "nothing was checked" in proc.stdout
+    assert "pass" not in proc.stdout.splitlines()[-1]
+
+
+def test_a_partial_selection_is_not_called_all_exercises(lesson4):
+    solve_lesson4(lesson4)
+    proc = kuiper_cli("course", "check", "4", "--", "-k", "level", course_dir=lesson4)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert "all exercises pass" not in proc.stdout
+    assert last.startswith("lesson 4: the ") and "selected tests pass" in last, last
+    assert "not selected: run without -k for the whole lesson" in last
+
+
+def test_the_usage_line_shows_pytest_args_as_optional_after_a_double_dash():
+    proc = kuiper_cli("course", "check", "-h")
+    assert proc.returncode == 0
+    usage = proc.stdout.splitlines()[0]
+    assert usage == "usage: kuiper course check [-h] LESSON [-- PYTEST_ARG ...]", usage
+
+
+def test_pytest_missing_where_the_lesson_runs_says_to_install_the_extra_once(lesson4, tmp_path):
+    """pytest importable by `kuiper` but not by the lesson's run (simulated by a
+    sitecustomize that hides it in student mode): one hint, and no talk of stubs."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "class _NoPytest:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pytest', '_pytest'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "if os.environ.get('KUIPER_COURSE_IMPL') == 'student':\n"
+        "    sys.meta_path.insert(0, _NoPytest())\n")
+    env = dict(os.environ, KUIPER_COURSE_DIR=str(lesson4))
+    env.pop("KUIPER_COURSE_IMPL", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hide), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-m", "kuiper", "course", "check", "4"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "No module named" in out  # pytest's own failure, shown as it is
+    assert out.count('pip install -e ".[course]"') == 1, out
+    assert "stub" not in out, out
 
 
 def test_check_array_says_what_differs():

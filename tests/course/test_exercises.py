@@ -4,6 +4,8 @@
 - Every stub has its reference's signature (parameter names, kinds, defaults).
 - Against the UNTOUCHED stubs, every lesson's tests fail, with NotImplementedError naming the
   lesson (run in a subprocess in student mode, as `kuiper course check` does).
+The stubs are read from a pristine copy of the course (the `pristine_course` fixture: git's
+copy of an exercises.py the student has solved), so solving the course never fails these.
 (The same tests passing against the framework's references is the `course_notes` entry of
 pytest's testpaths: they run with the rest of the suite.)
 """
@@ -51,15 +53,15 @@ def test_lesson_layout(number):
 
 
 @pytest.mark.parametrize("number", sorted(LESSONS))
-def test_every_stub_has_its_references_signature(number):
-    assert signature_problems(LESSONS[number]) == []
+def test_every_stub_has_its_references_signature(number, pristine_course):
+    assert signature_problems(pristine_course / LESSONS[number].name) == []
 
 
 @pytest.mark.parametrize("number", sorted(LESSONS))
-def test_every_stub_raises_not_implemented_naming_its_lesson(number):
+def test_every_stub_raises_not_implemented_naming_its_lesson(number, pristine_course):
     """Statically: each exercise function (or method) body raises
     NotImplementedError("lesson N...")."""
-    folder = LESSONS[number]
+    folder = pristine_course / LESSONS[number].name
     tree = ast.parse((folder / "exercises.py").read_text())
     names = set(reference_table(lesson_test_files(folder)[0]))
     found = set()
@@ -80,15 +82,15 @@ def test_the_test_files_have_unique_names():
 
 
 @pytest.fixture(scope="module")
-def student_run(tmp_path_factory):
+def student_run(tmp_path_factory, pristine_course):
     """All lessons' tests against the untouched stubs, in one student-mode subprocess."""
     report = tmp_path_factory.mktemp("student") / "junit.xml"
     env = dict(os.environ, **{ENV: "student"})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "course_notes"), "-q", "-p",
+        [sys.executable, "-m", "pytest", str(pristine_course), "-q", "-p",
          "no:cacheprovider", "-o", "addopts=", "-W", "ignore", f"--junitxml={report}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+        cwd=pristine_course, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, ET.parse(report).getroot()
 

@@ -8,6 +8,7 @@ file of the student's own run and succeed.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -31,10 +32,64 @@ def notes_params():
         yield pytest.param(folder / "notes.md", id=folder.name, marks=marks)
 
 
+# What pnnx prints from C++ on every export (and once per operator it ignores): a lesson's
+# code must keep it off the student's terminal (kuiper.tools.course.quiet_output).
+PNNX_LOG = re.compile(r"^(#+ pass_|pnnxparam = |inputshape = |ignore |inline module = )", re.M)
+
+
 @pytest.mark.parametrize("notes", notes_params())
-def test_every_python_block_of_the_notes_runs(notes):
+def test_every_python_block_of_the_notes_runs(notes, capfd):
     assert python_blocks(notes), f"{notes} has no ```python block"
     run_notes(notes)
+    out, err = capfd.readouterr()  # file descriptors 1 and 2: C++ output included
+    flood = PNNX_LOG.findall(out + err)
+    assert not flood, f"{notes.parent.name}: pnnx's log reaches the terminal ({len(flood)} lines)"
+
+
+def bash_blocks(md: Path) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", md.read_text(), re.DOTALL)
+
+
+EXPORTING_BLOCKS = [pytest.param(block, id=folder.name)
+                    for folder in lessons().values()
+                    for block in bash_blocks(folder / "notes.md")
+                     if "pnnx.export" in block or re.search(r"^pnnx ", block, re.M)]
+
+
+@pytest.mark.slow  # pnnx exports
+@pytest.mark.parametrize("block", EXPORTING_BLOCKS)
+def test_a_shell_export_leaves_the_folder_it_starts_in_clean(block, tmp_path):
+    """Run from the repository root, a lesson's shell export must not litter the clone."""
+    start = tmp_path / "clone"
+    start.mkdir()
+    env = dict(os.environ, PATH=os.pathsep.join((str(Path(sys.executable).parent),
+                                                 os.environ.get("PATH", ""))))
+    proc = subprocess.run(["bash", "-e", "-c", block], cwd=start, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "tiny.pnnx.param" in proc.stdout, proc.stdout[-2000:]  # the `ls` found the export
+    assert sorted(p.name for p in start.iterdir()) == [], "files written into the clone"
+
+
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
+LINE_CLAIM = re.compile(r"`([\w./]+\.(?:py|cl|h|md))`[^.`]*?\b(\d+|[a-z]+)[ -]lines?\b")
+
+
+def test_a_files_length_stated_in_the_notes_is_its_length():
+    """"`layers/cpu/relu.py` ... is fourteen lines": such a count must be the file's count."""
+    wrong = []
+    for md in sorted(course_dir().glob("*/notes.md")) + [course_dir() / "README.md"]:
+        text = " ".join(md.read_text().split())  # a claim may span a line break
+        for path, count in LINE_CLAIM.findall(text):
+            stated = int(count) if count.isdigit() else NUMBER_WORDS.get(count)
+            if stated is None or not (ROOT / path).is_file():
+                continue
+            actual = len((ROOT / path).read_text().splitlines())
+            if actual != stated:
+                wrong.append(f"{md.parent.name}: `{path}` said to be {count} lines, is {actual}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_readme_has_no_python_block_left_unrun():
@@ -86,3 +141,17 @@ def test_the_kuiper_commands_of_the_notes_run(argv):
     proc = subprocess.run([sys.executable, "-m", "kuiper", *argv], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_the_syllabus_gives_every_lesson_a_time():
+    rows = [line.split("|") for line in (course_dir() / "README.md").read_text().splitlines()
+            if re.match(r"\| \d+ \|", line)]
+    assert [int(row[1]) for row in rows] == sorted(lessons())
+    for row in rows:
+        assert re.fullmatch(r" (\d+ min|\d+(\.5)? h) ", row[-2]), f"lesson {row[1]}: {row[-2]!r}"
+
+
+def test_every_lesson_ends_with_what_you_can_do_now():
+    for folder in lessons().values():
+        last = (folder / "notes.md").read_text().strip().splitlines()[-1]
+        assert last.startswith("**What you can do now:** "), f"{folder.name}: {last!r}"

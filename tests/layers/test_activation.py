@@ -61,6 +61,11 @@ CASES = [
     ("F.hardshrink", {}, F.hardshrink),
     ("nn.Softshrink", {"lambd": 0.3}, lambda x: F.softshrink(x, 0.3)),
     ("F.softshrink", {"lambd": 0.0}, lambda x: F.softshrink(x, 0.0)),
+    # RReLU at inference (training=False): a leaky ReLU with slope (lower + upper) / 2
+    ("nn.RReLU", {"lower": 0.1, "upper": 0.42}, lambda x: F.rrelu(x, 0.1, 0.42)),
+    ("nn.RReLU", {}, F.rrelu),
+    ("F.rrelu", {"lower": 0.125, "upper": 0.3333}, lambda x: F.rrelu(x, 0.125, 0.3333)),
+    ("F.rrelu", {"lower": 0.4, "upper": 0.4}, lambda x: F.rrelu(x, 0.4, 0.4)),
 ]
 
 SPECIAL = [-100.0, -88.5, -30.0, -20.0, -6.0, -3.0, -1.0, -0.5, -1e-4, -1e-7, 0.0, 1e-7, 1e-4,
@@ -131,6 +136,28 @@ def test_activation_pnnx_export(backend, rng, export_model):
     x = torch.from_numpy((rng.standard_normal((2, 5, 4, 6)) * 4).astype(np.float32))
     module = AllActivations().eval()
     graph = kuiper.load(export_model("activations", module, (x,)), backend=backend)
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(x.numpy()), module(x)):
+        assert_close(got, want.numpy())
+
+
+class RReLUs(torch.nn.Module):
+    """nn.RReLU and F.rrelu as pnnx writes them (both in eval mode: no random slopes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.default, self.narrow = torch.nn.RReLU(), torch.nn.RReLU(lower=0.1, upper=0.42)
+
+    def forward(self, x):
+        return (self.default(x), self.narrow(x), F.rrelu(x), F.rrelu(x, 0.01),
+                F.rrelu(x, 0.125, 0.3333))
+
+
+@pytest.mark.slow
+def test_rrelu_pnnx_export(backend, rng, export_model):
+    x = torch.from_numpy((rng.standard_normal((2, 5, 4, 7)) * 4).astype(np.float32))
+    module = RReLUs().eval()
+    graph = kuiper.load(export_model("rrelus", module, (x,)), backend=backend)
     assert not graph.fallbacks
     for got, want in zip(graph.forward(x.numpy()), module(x)):
         assert_close(got, want.numpy())

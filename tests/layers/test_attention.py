@@ -70,6 +70,7 @@ def test_sdpa_grouped_query_attention(backend, rng):
     assert_close(y, F.scaled_dot_product_attention(T(q), T(k), T(v), enable_gqa=True).numpy())
 
 
+@pytest.mark.slow
 def test_sdpa_from_a_pnnx_export(backend, rng, export_model):
     class Attend(torch.nn.Module):
         def forward(self, q, k, v, m):
@@ -160,6 +161,65 @@ def test_mha(backend, rng, batch_first, kind, masks):
                           key_padding_mask=None if kpm is None else T(kpm))
     assert_close(outputs[0], expected[0].numpy(), what="attention output")
     assert_close(outputs[1], expected[1].numpy(), what="attention weights")
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bias_kv, zero_attn", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("kind, masks", [("self", ()), ("kdim_vdim", ()),
+                                         ("self", ("kpm_bool",)), ("kdim_vdim", ("am_float",))])
+def test_mha_extra_key_positions(backend, rng, batch_first, bias_kv, zero_attn, kind, masks):
+    """add_bias_kv / add_zero_attn: one more key/value position each, attended by every query
+    (the weights get S + 1 or S + 2 columns). With masks, OpenCL runs the CPU layer."""
+    kdims = {"kdim": 7, "vdim": 9} if kind == "kdim_vdim" else {}
+    module = mha_module(batch_first=batch_first, add_bias_kv=bias_kv, add_zero_attn=zero_attn,
+                        **kdims)
+    params, weights = mha_params_and_weights(module)
+    params.update(add_bias_kv=bias_kv, add_zero_attn=zero_attn)
+    source = L if kind == "self" else S
+    q = sequence(rng, module, L, E)
+    k = q if kind == "self" else sequence(rng, module, S, module.kdim)
+    v = q if kind == "self" else sequence(rng, module, S, module.vdim)
+    am = rand(rng, L, source) if "am_float" in masks else None
+    kpm = None
+    if "kpm_bool" in masks:
+        kpm = rng.random((N, source)) < 0.3
+        kpm[:, 0] = False
+    data = [q] if kind == "self" else [q, k, v]
+    inputs = ([kpm] if kpm is not None else []) + data + ([am] if am is not None else [])
+    outputs = run_operator("nn.MultiheadAttention", inputs, params=params, weights=weights,
+                           n_outputs=2, backend=backend, allow_fallback=bool(masks))
+    with torch.no_grad():
+        expected = module(T(q), T(k), T(v), attn_mask=None if am is None else T(am),
+                          key_padding_mask=None if kpm is None else T(kpm))
+    assert outputs[1].shape[-1] == source + bias_kv + zero_attn
+    assert_close(outputs[0], expected[0].numpy(), what="attention output")
+    assert_close(outputs[1], expected[1].numpy(), what="attention weights")
+
+
+class BiasKV(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.MultiheadAttention(16, 4, add_bias_kv=True)
+        self.b = torch.nn.MultiheadAttention(16, 2, add_bias_kv=True, add_zero_attn=True,
+                                             batch_first=True, kdim=12, vdim=10)
+
+    def forward(self, x, k, v):
+        y, w = self.a(x, x, x)
+        z, w2 = self.b(x.transpose(0, 1), k, v)
+        return y, w, z, w2
+
+
+@pytest.mark.slow
+def test_mha_add_bias_kv_pnnx_export(backend, rng, export_model):
+    torch.manual_seed(0)
+    module = BiasKV().eval()
+    inputs = [T(rand(rng, *s)) for s in [(5, 3, 16), (3, 7, 12), (3, 7, 10)]]
+    graph = kuiper.load(export_model("mha_bias_kv", module, inputs), backend=backend)
+    assert not graph.fallbacks
+    with torch.no_grad():
+        expected = module(*inputs)
+    for got, want in zip(graph.forward(*[t.numpy() for t in inputs]), expected):
+        assert_close(got, want.numpy())
 
 
 def test_mha_inputs_in_any_order_are_found_by_shape(backend, rng):
@@ -264,7 +324,7 @@ def test_mha_bad_params_raise(rng):
     module = mha_module()
     params, weights = mha_params_and_weights(module)
     x = rand(rng, L, N, E)
-    with pytest.raises(OperatorError, match="add_bias_kv"):
+    with pytest.raises(OperatorError, match="bias_k"):   # add_bias_kv needs its weights
         run_operator("nn.MultiheadAttention", [x], params={**params, "add_bias_kv": True},
                      weights=weights)
     with pytest.raises(OperatorError, match="multiple of num_heads"):

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import kuiper
 from kuiper.errors import OperatorError, ShapeError
 from kuiper.tools.testing import assert_close, run_operator
 
@@ -17,7 +18,8 @@ def _grid(variants, kernels, strides, paddings, overrides):
     combos = [(k, s, p, c, inc, o) for k, s, p, c, inc, o in
               itertools.product(kernels, strides, paddings, (False, True), (False, True),
                                 overrides)
-              if all(pi <= ki // 2 for ki, pi in zip(np.broadcast_to(k, 2), np.broadcast_to(p, 2)))]
+              if all(pi <= ki // 2 for ki, pi in zip(*np.broadcast_arrays(np.atleast_1d(k),
+                                                              np.atleast_1d(p))))]
     picks = np.random.default_rng(0).integers(len(variants), size=len(combos))
     return [variants[i] + combo for i, combo in zip(picks, combos)]
 
@@ -56,6 +58,22 @@ def test_avgpool1d_matches_torch(backend, rng, op_type, shape, k, s, p, c, inc, 
     assert_close(y, F.avg_pool1d(torch.from_numpy(x), k, s, p, c, inc).numpy())
 
 
+VARIANTS_3D = [("nn.AvgPool3d", (1, 3, 7, 6, 9)), ("F.avg_pool3d", (2, 5, 6, 9, 5)),
+               ("nn.AvgPool3d", (3, 8, 5, 7))]  # the last one unbatched
+
+
+@pytest.mark.parametrize("op_type,shape,k,s,p,c,inc,o",
+                         _grid(VARIANTS_3D, [2, (3, 1, 2)], [None, (2, 1, 3)], [0, (1, 0, 1)],
+                               [None, 7]))
+def test_avgpool3d_matches_torch(backend, rng, op_type, shape, k, s, p, c, inc, o):
+    x = rng.standard_normal(shape).astype(np.float32)
+    params = {"kernel_size": _pnnx(k), "stride": _pnnx(s), "padding": _pnnx(p), "ceil_mode": c,
+              "count_include_pad": inc, "divisor_override": o}
+    (y,) = run_operator(op_type, [x], params=params, backend=backend)
+    ref = F.avg_pool3d(torch.from_numpy(x), k, s, p, c, inc, o)
+    assert_close(y, ref.numpy())
+
+
 @pytest.mark.parametrize("shape", [(7, 6, 5), (2, 3, 1, 1)])
 def test_avgpool_unbatched_and_tiny(backend, rng, shape):
     x = rng.standard_normal(shape).astype(np.float32)
@@ -87,3 +105,27 @@ def test_avgpool_input_too_small(backend, rng):
     x = rng.standard_normal((2, 3, 5)).astype(np.float32)
     with pytest.raises(ShapeError, match="too small"):
         run_operator("F.avg_pool1d", [x], params={"kernel_size": [7]}, backend=backend)
+
+
+@pytest.mark.slow
+def test_avgpool3d_from_a_pnnx_export(backend, export_model):
+    """A real export: nn.AvgPool3d with every option, and F.avg_pool3d (divisor_override=None
+    written as None)."""
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = torch.nn.AvgPool3d((3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1),
+                                           ceil_mode=True, count_include_pad=False,
+                                           divisor_override=5)
+
+        def forward(self, x):
+            return self.pool(x), F.avg_pool3d(x, 2, 1, 1, False, True, None)
+
+    x = torch.randn(2, 3, 7, 6, 9, generator=torch.Generator().manual_seed(0))
+    path = export_model("avgpool3d_net", Net(), (x,))
+    text = path.read_text()
+    assert "nn.AvgPool3d" in text and "F.avg_pool3d" in text
+    outs = kuiper.load(path, backend=backend).forward(x.numpy())
+    for got, ref in zip(outs, Net()(x), strict=True):
+        assert_close(got, ref.numpy())

@@ -100,3 +100,48 @@ def test_real_export(backend, rng, export_model):
         want = _Repeats()(torch.from_numpy(x), torch.from_numpy(y))
     for k, (g, w) in enumerate(zip(graph.forward(x, y), want)):
         assert_close(g, w.numpy(), what=f"output {k}")
+
+
+@pytest.mark.parametrize("repeats, dim", [([2, 1, 3], 0), ([0, 4, 1, 1, 2, 3, 1], 1), (3, 2),
+                                          ([2], None)])
+def test_repeat_interleave_counts_from_a_constant_input(backend, rng, repeats, dim):
+    """pnnx folds torch.tensor([2, 1, 3]) into a pnnx.Attribute feeding `$repeats`."""
+    x = rng.standard_normal((3, 7, 8)).astype(np.float32)
+    counts = np.asarray(repeats, np.int64)
+    params = {} if dim is None else {"dim": dim}
+    (y,) = run_operator("torch.repeat_interleave", [x, counts], params=params, constants=[1],
+                        backend=backend)
+    want = torch.repeat_interleave(torch.from_numpy(x), torch.from_numpy(counts), dim=dim)
+    assert_close(y, want.numpy())
+
+
+def test_repeat_interleave_counts_must_be_known(backend):
+    with pytest.raises(kuiper.OperatorError, match="repeats input is not known"):
+        run_operator("torch.repeat_interleave", [np.ones((3, 2), np.float32),
+                                                 np.array([1, 2, 3])], params={"dim": 0},
+                     backend=backend)
+    with pytest.raises(kuiper.OperatorError, match="must not be negative"):
+        run_operator("torch.repeat_interleave", [np.ones((3, 2), np.float32),
+                                                 np.array([1, -2, 3])], params={"dim": 0},
+                     constants=[1], backend=backend)
+
+
+class RepeatCounts(torch.nn.Module):
+    """pnnx's test_torch_repeat_interleave."""
+
+    def forward(self, x, y, z):
+        return (torch.repeat_interleave(x, 2), torch.repeat_interleave(y, 3, dim=1),
+                torch.repeat_interleave(z, torch.tensor([2, 1, 3]), dim=0, output_size=6))
+
+
+@pytest.mark.slow
+def test_repeat_interleave_tensor_repeats_pnnx_export(backend, rng, export_model):
+    inputs = [torch.from_numpy(rng.random(s).astype(np.float32)) for s in [(3,), (4, 5),
+                                                                           (3, 7, 8)]]
+    module = RepeatCounts().eval()
+    path = export_model("repeat_counts", module, inputs)
+    assert "$repeats=" in path.read_text()
+    graph = kuiper.load(path, backend=backend)
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(*[t.numpy() for t in inputs]), module(*inputs)):
+        assert_close(got, want.numpy())

@@ -77,17 +77,36 @@ def test_index_known_bool_mask(backend, rng):
     assert_close(y, torch.from_numpy(x)[:, torch.from_numpy(mask)].numpy())
 
 
-def test_index_two_tensors(backend, rng):
-    """Two index tensors, not adjacent (their broadcast dims go first): the CPU backend
-    computes them, the OpenCL one refuses them clearly when the model is built."""
-    x = _x(rng)
-    params = {"expr": "[[0,2],None,[1,4]]"}
-    if backend == "opencl":
-        with pytest.raises(kuiper.OperatorError, match="only one is supported on OpenCL"):
-            run_operator("Tensor.index", [x], params=params, backend=backend)
-    else:
-        (y,) = run_operator("Tensor.index", [x], params=params, backend=backend)
-        assert_close(y, torch.from_numpy(x)[[0, 2], :, [1, 4]].numpy())
+@pytest.mark.parametrize("expr, index", [
+    ("[[0,2],None,[1,4]]", ([0, 2], slice(None), [1, 4])),          # separated: joint dims first
+    ("[None,[1,-1,3],[0,4,2]]", (slice(None), [1, -1, 3], [0, 4, 2])),  # adjacent
+    ("[[[0],[2]],[1,3,5]]", ([[0], [2]], [1, 3, 5])),               # broadcast to (2, 3)
+    ("[[1],[6],[0]]", ([1], [6], [0])),                              # every dim indexed
+])
+def test_index_several_tensors(backend, rng, expr, index):
+    """Several index tensors broadcast together; where their dims go follows NumPy and
+    PyTorch (in place when adjacent, first when separated)."""
+    x = rng.standard_normal((3, 7, 5)).astype(np.float32)
+    (y,) = run_operator("Tensor.index", [x], params={"expr": expr}, backend=backend)
+    t_index = tuple(i if isinstance(i, slice) else torch.tensor(i) for i in index)
+    assert_close(y, torch.from_numpy(x)[t_index].numpy())
+
+
+def test_index_several_run_time_tensors(backend, rng, tmp_path):
+    """x[i, :, j] with i and j model inputs, through pnnx's `[@0,None,@1]` list."""
+    from tests.layers.test_scatter import write_model
+    path = write_model(tmp_path, ["pnnx.Input in0 0 1 x #x=(4,6,5)f32",
+                                  "pnnx.Input in1 0 1 i #i=(2,3)i64",
+                                  "pnnx.Input in2 0 1 j #j=(3)i64",
+                                  "pnnx.Expression list 2 1 i j idx expr=[@0,None,@1]",
+                                  "Tensor.index op0 2 1 x idx y",
+                                  "pnnx.Output out 1 0 y"], {})
+    graph = kuiper.load(path, backend=backend)
+    assert not graph.fallbacks
+    x = rng.standard_normal((4, 6, 5)).astype(np.float32)
+    i, j = rng.integers(-4, 4, (2, 3)), rng.integers(0, 5, 3)
+    (y,) = graph.forward(x, i, j)
+    assert_close(y, torch.from_numpy(x)[torch.from_numpy(i), :, torch.from_numpy(j)].numpy())
 
 
 class _Indexing(nn.Module):

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import kuiper
 from kuiper.errors import OperatorError, ShapeError
 from kuiper.layers.common.pooling import Window
 from kuiper.tools.testing import assert_close, run_operator
@@ -18,7 +19,8 @@ def _grid(variants, kernels, strides, paddings, dilations):
     always meets the same variant (crossing them all would double an already large grid)."""
     combos = [(k, s, p, d, c) for k, s, p, d, c in
               itertools.product(kernels, strides, paddings, dilations, (False, True))
-              if all(pi <= ki // 2 for ki, pi in zip(np.broadcast_to(k, 2), np.broadcast_to(p, 2)))]
+              if all(pi <= ki // 2 for ki, pi in zip(*np.broadcast_arrays(np.atleast_1d(k),
+                                                                           np.atleast_1d(p))))]
     picks = np.random.default_rng(0).integers(len(variants), size=len(combos))
     return [variants[i] + combo for i, combo in zip(picks, combos)]
 
@@ -36,7 +38,7 @@ def _run_and_check(backend, rng, op_type, shape, k, s, p, d, c, indices):
               "dilation": _pnnx(d), "ceil_mode": c, "return_indices": indices}
     outs = run_operator(op_type, [x], params=params, n_outputs=2 if indices else 1,
                         backend=backend)
-    pool = F.max_pool1d if op_type.endswith("1d") else F.max_pool2d
+    pool = {"1d": F.max_pool1d, "2d": F.max_pool2d, "3d": F.max_pool3d}[op_type[-2:]]
     ref = pool(torch.from_numpy(x), k, s, p, d, ceil_mode=c, return_indices=True)
     assert_close(outs[0], ref[0].numpy())
     if indices:
@@ -63,8 +65,20 @@ def test_maxpool1d_matches_torch(backend, rng, op_type, indices, shape, k, s, p,
     _run_and_check(backend, rng, op_type, shape, k, s, p, d, c, indices)
 
 
+VARIANTS_3D = [("nn.MaxPool3d", False, (1, 3, 7, 6, 9)), ("F.max_pool3d", True, (2, 5, 6, 9, 5)),
+               ("nn.MaxPool3d", True, (3, 8, 5, 7))]  # the last one unbatched
+
+
+@pytest.mark.parametrize("op_type,indices,shape,k,s,p,d,c",
+                         _grid(VARIANTS_3D, [2, (3, 1, 2)], [None, 1, (2, 1, 3)], [0, (1, 0, 1)],
+                               [1, (1, 2, 1)]))
+def test_maxpool3d_matches_torch(backend, rng, op_type, indices, shape, k, s, p, d, c):
+    _run_and_check(backend, rng, op_type, shape, k, s, p, d, c, indices)
+
+
 @pytest.mark.parametrize("op_type,shape", [("F.max_pool2d", (7, 6, 5)), ("F.max_pool1d", (7, 9)),
-                                           ("nn.MaxPool2d", (2, 1, 1, 1))])
+                                           ("nn.MaxPool2d", (2, 1, 1, 1)),
+                                           ("F.max_pool3d", (2, 1, 1, 1, 1))])
 def test_maxpool_unbatched_and_tiny(backend, rng, op_type, shape):
     k = 1 if shape[-1] == 1 else 2
     _run_and_check(backend, rng, op_type, shape, k, None, 0, 1, True, True)
@@ -78,6 +92,19 @@ def test_maxpool_nan_and_ties(backend):
     params = {"kernel_size": [2, 2], "stride": None, "padding": [1, 1], "return_indices": True}
     y, idx = run_operator("F.max_pool2d", [x], params=params, n_outputs=2, backend=backend)
     ry, ri = F.max_pool2d(torch.from_numpy(x), 2, padding=1, return_indices=True)
+    assert_close(y, ry.numpy())
+    np.testing.assert_array_equal(idx, ri.numpy())
+
+
+def test_maxpool3d_nan_and_ties(backend):
+    """3-D indices are flat per plane, (z*H + y)*W + x; NaN wins, ties go to the first tap."""
+    x = np.zeros((1, 2, 3, 4, 4), np.float32)
+    x[0, 0, 1, 2, 3] = np.nan
+    x[0, 1] = 1.0
+    params = {"kernel_size": [2, 2, 2], "stride": None, "padding": [1, 1, 1],
+              "return_indices": True}
+    y, idx = run_operator("F.max_pool3d", [x], params=params, n_outputs=2, backend=backend)
+    ry, ri = F.max_pool3d(torch.from_numpy(x), 2, padding=1, return_indices=True)
     assert_close(y, ry.numpy())
     np.testing.assert_array_equal(idx, ri.numpy())
 
@@ -128,3 +155,31 @@ def test_maxpool_wrong_rank(backend, rng):
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     with pytest.raises(ShapeError, match="2-D .unbatched. or 3-D"):
         run_operator("nn.MaxPool1d", [x], params={"kernel_size": [3]}, backend=backend)
+
+
+@pytest.mark.slow
+def test_maxpool3d_from_a_pnnx_export(backend, export_model):
+    """A real export: nn.MaxPool3d with dilation, ceil_mode and indices (pnnx writes two
+    outputs), and F.max_pool3d without indices."""
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = torch.nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0),
+                                           dilation=(2, 1, 2), ceil_mode=True,
+                                           return_indices=True)
+
+        def forward(self, x):
+            values, indices = self.pool(x)
+            return values, indices, F.max_pool3d(x, 3, 2, 1)
+
+    x = torch.randn(2, 3, 7, 6, 9, generator=torch.Generator().manual_seed(0))
+    path = export_model("maxpool3d_net", Net(), (x,))
+    text = path.read_text()
+    assert "nn.MaxPool3d" in text and "F.max_pool3d" in text
+    outs = kuiper.load(path, backend=backend).forward(x.numpy())
+    refs = Net()(x)
+    assert outs[1].dtype == np.int64
+    np.testing.assert_array_equal(outs[1], refs[1].numpy())
+    assert_close(outs[0], refs[0].numpy())
+    assert_close(outs[2], refs[2].numpy())

@@ -46,6 +46,21 @@ def test_prod(backend, rng, dim, keepdim):
     check(y, torch.prod(T(x), dim=dim, keepdim=keepdim))
 
 
+# pnnx's ONNX route writes ReduceProd over several dims as torch.prod with a list
+# (onnx/test_onnx_reduce_ops: `torch.prod dim=(0,1,2) keepdim=True`).
+@pytest.mark.parametrize("dim", [[0, 1, 2], [1, 3], [-1, 0], [0, 1, 2, 3], None])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_prod_over_several_dims(backend, rng, dim, keepdim):
+    x = (rng.uniform(0.8, 1.2, SHAPE)).astype(np.float32)
+    (y,) = run_operator("torch.prod", [x], params={"dim": dim, "keepdim": keepdim},
+                        backend=backend)
+    expected = T(x.astype(np.float64))
+    for d in sorted((d % x.ndim for d in (dim if dim is not None else range(x.ndim))),
+                    reverse=True):
+        expected = torch.prod(expected, dim=d, keepdim=keepdim)
+    check(y, expected.float())
+
+
 @pytest.mark.parametrize("op", ["var", "std"])
 @pytest.mark.parametrize("dims", [[1], [1, 2], None])
 @pytest.mark.parametrize("spelling, correction", [
@@ -103,6 +118,20 @@ def test_max_min_of_everything(backend, rng, op):
     x = rng.standard_normal(SHAPE).astype(np.float32)
     (y,) = run_operator(f"torch.{op}", [x], backend=backend)
     check(y, getattr(torch, op)(T(x)))
+
+
+# ONNX ReduceMax(x) / ReduceMin(x) (no axes, keepdims=1) come out of pnnx's ONNX route as
+# `torch.max` / `torch.min` with no parameters but a declared (1,1,1) output
+# (onnx/test_onnx_reduce_ops): the declaration decides; a declared 0-D output stays 0-D.
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("declared", [(1, 1, 1, 1), ()])
+def test_max_min_of_everything_follows_the_declared_shape(backend, rng, op, declared):
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    (y,) = run_operator(f"torch.{op}", [x], output_specs=[(declared, np.float32)],
+                        backend=backend)
+    want = getattr(torch, f"a{op}")(T(x), dim=(0, 1, 2, 3), keepdim=bool(declared))
+    assert y.shape == declared
+    check(y, want)
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
@@ -163,6 +192,66 @@ def test_reductions_from_a_pnnx_export(backend, rng, export_model):
     assert len(outputs) == len(expected)
     for actual, ref in zip(outputs, expected):
         check(actual, ref)
+
+
+# ONNX ReduceMax / ReduceMin as pnnx leaves them (onnx/test_F_adaptive_max_pool*d with the
+# dynamo exporter writes `ReduceMax axes=(-2,-1) keepdims=1`), against torch.amax / amin.
+ONNX_AXES = [("(-2,-1)", [-2, -1]), ("(-3,-2,-1)", [-3, -2, -1]), ("(1)", [1]), ("0", [0]),
+             ("(0,2)", [0, 2]), ("(0,1,2,3)", [0, 1, 2, 3])]
+
+
+@pytest.mark.parametrize("op_type, fn", [("ReduceMax", torch.amax), ("ReduceMin", torch.amin)])
+@pytest.mark.parametrize("axes, dims", ONNX_AXES)
+@pytest.mark.parametrize("keepdims", [None, 1, 0])
+def test_onnx_reduce_max_min(backend, rng, op_type, fn, axes, dims, keepdims):
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    params = {"axes": axes} if keepdims is None else {"axes": axes, "keepdims": keepdims}
+    (y,) = run_operator(op_type, [x], params=params, backend=backend)
+    # keepdims defaults to 1 in ONNX
+    check(y, fn(T(x), dim=tuple(dims), keepdim=keepdims in (None, 1)))
+
+
+@pytest.mark.parametrize("op_type, fn", [("ReduceMax", torch.amax), ("ReduceMin", torch.amin)])
+@pytest.mark.parametrize("params", [{}, {"axes": "()"}, {"noop_with_empty_axes": 0}])
+@pytest.mark.parametrize("keepdims", [1, 0])
+def test_onnx_reduce_without_axes_reduces_everything(backend, rng, op_type, fn, params,
+                                                     keepdims):
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    (y,) = run_operator(op_type, [x], params={**params, "keepdims": keepdims}, backend=backend)
+    check(y, fn(T(x), dim=(0, 1, 2, 3), keepdim=bool(keepdims)))
+
+
+@pytest.mark.parametrize("params", [{"noop_with_empty_axes": 1},
+                                    {"axes": "()", "noop_with_empty_axes": 1, "keepdims": 0}])
+def test_onnx_reduce_noop_with_empty_axes(backend, rng, params):
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    (y,) = run_operator("ReduceMax", [x], params=params, backend=backend)
+    check(y, x)
+
+
+@pytest.mark.parametrize("op_type, fn", [("ReduceMax", torch.amax), ("ReduceMin", torch.amin)])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_onnx_reduce_integers_keep_their_dtype(backend, rng, op_type, fn, dtype):
+    x = rng.integers(-100, 100, SHAPE).astype(dtype)
+    (y,) = run_operator(op_type, [x], params={"axes": "(1,3)", "keepdims": 0}, backend=backend)
+    check(y, fn(T(x), dim=(1, 3)))
+
+
+def test_onnx_reduce_axes_as_a_constant_input(backend, rng):
+    # opset 18 moved the axes from an attribute to an input
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    axes = np.array([-1, 1], np.int64)
+    (y,) = run_operator("ReduceMax", [x, axes], params={"keepdims": 1}, constants=(1,),
+                        backend=backend)
+    check(y, torch.amax(T(x), dim=(-1, 1), keepdim=True))
+
+
+def test_onnx_reduce_bad_axes_raise(rng):
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    with pytest.raises(OperatorError, match="out of range"):
+        run_operator("ReduceMax", [x], params={"axes": "(4)"})
+    with pytest.raises(OperatorError, match="should be a constant"):
+        run_operator("ReduceMax", [x, np.array([1], np.int64)])
 
 
 @pytest.mark.parametrize("op_type, params, message", [

@@ -133,6 +133,43 @@ def test_unsqueeze(backend, rng, dim):
     assert_close(y, torch.unsqueeze(torch.from_numpy(x), dim).numpy())
 
 
+def torch_unsqueeze_dims(t, dims):
+    """ONNX Unsqueeze, as pnnx writes it on its ONNX route (`dim=(0,1)`): each dim is a
+    position in the output, so unsqueezing the sorted, normalized dims one at a time."""
+    rank = t.dim() + len(dims)
+    for d in sorted(d % rank for d in dims):
+        t = torch.unsqueeze(t, d)
+    return t
+
+
+# Lines as pnnx's ONNX route writes them (onnx/test_torch_unsqueeze, onnx/test_onnx_layout_ops).
+@pytest.mark.parametrize("dim, dims", [("(0,1)", [0, 1]), ("(-1,1)", [-1, 1]), ("(2,3)", [2, 3]),
+                                       ("(-2,-1)", [-2, -1]), ("(3,0,-1)", [3, 0, -1]),
+                                       ("(1)", [1]), ([0, 4], [0, 4])])
+def test_unsqueeze_several_dims(backend, rng, dim, dims):
+    x = rng.standard_normal((2, 13, 3)).astype(np.float32)
+    (y,) = run_operator("torch.unsqueeze", [x], params={"dim": dim}, backend=backend)
+    want = torch_unsqueeze_dims(torch.from_numpy(x), dims)
+    assert y.shape == tuple(want.shape)
+    assert_close(y, want.numpy())
+
+
+# onnx/test_F_group_norm: an ONNX Unsqueeze with no axes comes out as `dim=()`: no new dim.
+@pytest.mark.parametrize("dim", ["()", None])
+def test_unsqueeze_no_dims_is_identity(backend, rng, dim):
+    x = rng.standard_normal((16,)).astype(np.float32)
+    (y,) = run_operator("torch.unsqueeze", [x], params={"dim": dim}, backend=backend)
+    assert_close(y, x)
+
+
+def test_unsqueeze_several_dims_bad(backend):
+    x = np.zeros((2, 3), np.float32)
+    with pytest.raises(kuiper.ShapeError, match="dim=4 is out of range"):
+        run_operator("torch.unsqueeze", [x], params={"dim": "(0,4)"}, backend=backend)
+    with pytest.raises(kuiper.OperatorError, match="names the same dim twice"):
+        run_operator("torch.unsqueeze", [x], params={"dim": "(1,-3)"}, backend=backend)
+
+
 def test_unsqueeze_bad_dim(backend):
     with pytest.raises(kuiper.ShapeError, match="dim=4 is out of range"):
         run_operator("torch.unsqueeze", [np.zeros((2, 3), np.float32)], params={"dim": 4},

@@ -86,3 +86,37 @@ def test_softmax_pnnx_export(backend, rng, export_model):
     assert not graph.fallbacks
     for got, want in zip(graph.forward(x.numpy()), module(x)):
         assert_close(got, want.numpy())
+
+
+@pytest.mark.parametrize("shape", [(2, 13, 5, 7), (1, 12, 24, 64), (7, 3, 9), (1, 1, 4, 4)])
+def test_softmax2d_matches_torch(backend, rng, shape):
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    (y,) = run_operator("nn.Softmax2d", [x], backend=backend)
+    assert_close(y, torch.nn.Softmax2d()(torch.from_numpy(x)).numpy())
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4, 5, 6)])
+def test_softmax2d_needs_3d_or_4d(backend, shape):
+    with pytest.raises(ShapeError, match="Softmax2d needs a 3-D"):
+        run_operator("nn.Softmax2d", [np.ones(shape, np.float32)], backend=backend)
+
+
+class Softmax2dModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = torch.nn.Softmax2d()
+
+    def forward(self, x):
+        return self.act(x * 2 - 1)
+
+
+@pytest.mark.slow
+def test_softmax2d_pnnx_export(backend, rng, export_model):
+    x = torch.from_numpy(rng.random((1, 12, 6, 10)).astype(np.float32))
+    module = Softmax2dModel().eval()
+    path = export_model("softmax2d", module, (x,))
+    assert "nn.Softmax2d" in path.read_text()
+    graph = kuiper.load(path, backend=backend)
+    assert not graph.fallbacks
+    (got,) = graph.forward(x.numpy())
+    assert_close(got, module(x).numpy())

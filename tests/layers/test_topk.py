@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import kuiper
 from kuiper import OperatorError
 from kuiper.tools.testing import assert_close, run_operator
 
@@ -107,3 +108,24 @@ def test_bad_k_raises(rng):
         run_operator("torch.topk", [x], params={"k": -1}, n_outputs=2)
     with pytest.raises(OperatorError, match="'k' is missing"):
         run_operator("torch.topk", [x], n_outputs=2)
+
+
+class UnsortedTopK(torch.nn.Module):
+    def forward(self, x):
+        return torch.topk(x, 9, dim=1, sorted=False)
+
+
+@pytest.mark.slow
+def test_compare_treats_unsorted_topk_as_sets(rng, export_model, capsys):
+    """Kuiper returns topk(sorted=False) sorted; PyTorch's CPU returns another order. `kuiper
+    compare` documents that and compares the two as sets, so they agree."""
+    from kuiper.tools.compare import compare
+
+    x = rng.standard_normal((2, 12, 3)).astype(np.float32)
+    expected = UnsortedTopK()(T(x))
+    path = export_model("topk_unsorted", UnsortedTopK(), [T(x)])
+    values, _ = kuiper.load(path).forward(x)
+    assert not np.array_equal(values, expected.values.numpy()), "orders happen to agree"
+    assert_close(np.sort(values, 1), np.sort(expected.values.numpy(), 1))
+    assert compare(str(path), ["cpu", "opencl"], ["torch"], [x]) == 0
+    assert "MISMATCH" not in capsys.readouterr().out

@@ -156,7 +156,7 @@ def test_upsample_same_size_and_int_tensor(backend, rng):
      "has 3 values for the 2 spatial dim"),
     ("nn.Upsample", {"scale_factor": (0.1, 0.1)}, (1, 2, 3, 3), ShapeError, "it is empty"),
     ("nn.Upsample", {"scale_factor": (-2.0, 2.0)}, (1, 2, 3, 3), OperatorError,
-     "should be positive numbers"),
+     "should be positive finite numbers"),
     ("nn.UpsamplingNearest2d", {"mode": "bilinear", "size": (4, 4)}, (1, 2, 3, 3),
      OperatorError, "nearest-neighbour only"),
 ])

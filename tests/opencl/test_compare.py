@@ -49,5 +49,5 @@ def test_a_zero_tolerance_marks_the_first_operator_and_fails(two_branch_model, t
 def test_unknown_reference_is_a_usage_error(two_branch_model):
     path, _, _ = two_branch_model
     result = run_compare(path, "--against", "tensorflow")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "unknown reference tensorflow" in result.stderr

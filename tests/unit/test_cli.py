@@ -268,7 +268,8 @@ def test_demo_pictures():
 def test_bench_with_references(tiny):
     backends = "cpu,opencl" if opencl_available() else "cpu"
     result = kuiper_cli("bench", str(tiny[0]), "--backends", backends,
-                        "--against", "torch,onnxruntime", "--repeat", "2", "--warmup", "1")
+                        "--against", "torch,onnxruntime", "--trust-model-code", "--repeat", "2",
+                        "--warmup", "1")
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     table = [line for line in out.splitlines() if line.startswith(("kuiper ", "torch ",

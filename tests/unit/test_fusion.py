@@ -128,6 +128,26 @@ PRODUCERS = {
                            {"weight": (4, 5, 3, 3), "bias": (5,)},
                            lambda x, w: F.conv_transpose2d(x, w["weight"], w["bias"], stride=2,
                                                            padding=1, output_padding=(1, 0))),
+    "nn.Conv3d": ((2, 4, 5, 4, 6), "bias=True dilation=(1,1,1) groups=1 in_channels=4 "
+                  "kernel_size=(3,2,3) out_channels=5 padding=(1,0,1) padding_mode=zeros "
+                  "stride=(1,1,1) @weight=(5,4,3,2,3)f32 @bias=(5)f32",
+                  {"weight": (5, 4, 3, 2, 3), "bias": (5,)},
+                  lambda x, w: F.conv3d(x, w["weight"], w["bias"], padding=(1, 0, 1))),
+    "nn.ConvTranspose1d": ((2, 4, 7), "bias=True dilation=(1) groups=2 in_channels=4 "
+                           "kernel_size=(3) out_channels=6 output_padding=(1) padding=(1) "
+                           "padding_mode=zeros stride=(2) @weight=(4,3,3)f32 @bias=(6)f32",
+                           {"weight": (4, 3, 3), "bias": (6,)},
+                           lambda x, w: F.conv_transpose1d(x, w["weight"], w["bias"], stride=2,
+                                                           padding=1, output_padding=1,
+                                                           groups=2)),
+    "nn.ConvTranspose3d": ((2, 4, 3, 4, 3), "bias=True dilation=(1,1,1) groups=1 in_channels=4 "
+                           "kernel_size=(2,3,2) out_channels=5 output_padding=(1,0,0) "
+                           "padding=(0,1,1) padding_mode=zeros stride=(2,1,2) "
+                           "@weight=(4,5,2,3,2)f32 @bias=(5)f32",
+                           {"weight": (4, 5, 2, 3, 2), "bias": (5,)},
+                           lambda x, w: F.conv_transpose3d(x, w["weight"], w["bias"],
+                                                           stride=(2, 1, 2), padding=(0, 1, 1),
+                                                           output_padding=(1, 0, 0))),
     "nn.Linear": ((3, 6), "bias=True in_features=6 out_features=4 @weight=(4,6)f32 "
                   "@bias=(4)f32", {"weight": (4, 6), "bias": (4,)},
                   lambda x, w: F.linear(x, w["weight"], w["bias"])),

@@ -268,7 +268,8 @@ def test_summary(backend, tmp_path):
     text = graph.summary()
     for part in ("features.relu_a", "nn.ReLU", "relu_b", "F.relu", "weights.table",
                  "pnnx.Attribute", "1x3x8x8 float32", "4x6 float32", "24",
-                 "inputs:  0: 1x3x8x8 float32", "outputs: 2: 1x3x8x8 float32, 5: 4x6 float32",
+                 "inputs:  0 (in0): 1x3x8x8 float32",
+                 "outputs: 2 (out0): 1x3x8x8 float32, 5 (out1): 4x6 float32",
                  "3 operators", f"backend: {backend}"):
         assert part in text, f"{part!r} not in\n{text}"
     # graph operators (Input/Output) are not rows

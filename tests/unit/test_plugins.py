@@ -156,7 +156,8 @@ def test_a_plugin_by_entry_point(tmp_path):
 
 @pytest.mark.parametrize("spec, expected", [
     ("no_such_plugin_module", "no module of that name can be imported"),
-    ("missing/plugin.py", "is not a .py file or a package folder"),
+    ("missing/plugin.py", "does not exist"),
+    ("/", "is not a .py file or a package folder"),
 ])
 def test_a_plugin_that_cannot_be_found_is_a_clear_error(tmp_path, spec, expected):
     with pytest.raises(kuiper.PluginError, match=f"plugin '{spec}': .*{expected}"):

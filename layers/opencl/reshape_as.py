@@ -1,0 +1,12 @@
+"""reshape_as on OpenCL: a view of the input's buffer, like every reshape."""
+
+from __future__ import annotations
+
+from kuiper.layers.cpu import reshape_as
+from kuiper.layers.opencl.reshape import DeviceView
+from kuiper.registry import register
+
+
+@register(backend="opencl")
+class ReshapeAs(DeviceView, reshape_as.ReshapeAs):
+    pass

@@ -1,0 +1,13 @@
+"""RMSNorm on OpenCL: one work-group per row (RowNormOpenCL, rmsnorm.cl)."""
+
+from __future__ import annotations
+
+from kuiper.layers.cpu import rmsnorm
+from kuiper.layers.opencl_base import OpenCLLayer
+from kuiper.layers.opencl_helpers.norm import RowNormOpenCL
+from kuiper.registry import register
+
+
+@register(backend="opencl")
+class RMSNorm(RowNormOpenCL, OpenCLLayer, rmsnorm.RMSNorm):
+    pass

@@ -1,0 +1,12 @@
+"""torch.tile on OpenCL: the strided view of Tensor.repeat (layers/opencl/expand.py)."""
+
+from __future__ import annotations
+
+from kuiper.layers.cpu import tile
+from kuiper.layers.opencl.expand import Repeat
+from kuiper.registry import register
+
+
+@register(backend="opencl")
+class Tile(Repeat, tile.Tile):
+    pass

@@ -1,0 +1,114 @@
+"""What the lessons say about their exercises is what the exercises and their tests do.
+
+Each of these was once wrong: a number in a docstring that the test did not use, a docstring
+that did not say which module to import, a ReLU exercise that accepted NaN -> 0, a profiling
+exercise checked on made-up timings.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kuiper.tools.course import lessons, pristine_stubs
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSONS = lessons()
+
+
+def module_constant(path: Path, name: str):
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{path} has no {name} = ...")
+
+
+def test_lesson4_states_the_chain_length_its_test_uses():
+    folder = LESSONS[4]
+    length = module_constant(folder / "test_lesson04.py", "CHAIN_LENGTH")
+    stated = f"{length:,}-operator"
+    assert stated in pristine_stubs(folder), f"exercises.py should say {stated}"
+    assert stated in " ".join((folder / "notes.md").read_text().split())
+    for text in (pristine_stubs(folder), (folder / "notes.md").read_text()):
+        for number in re.findall(r"([\d,]+)-operator", text):
+            assert number == f"{length:,}", f"lesson 4 says a {number}-operator chain"
+
+
+def docstring_imports(source: str) -> list[tuple[str, list[str]]]:
+    """`from kuiper.x import a, b` lines written in the docstrings of an exercises.py."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module)):
+            doc = ast.get_docstring(node) or ""
+            for module, names in re.findall(r"from (kuiper[\w.]*) import ([\w, ]+)", doc):
+                found.append((module, [n.strip() for n in names.split(",")]))
+    return found
+
+
+@pytest.mark.parametrize("number", sorted(LESSONS))
+def test_imports_named_in_the_exercises_work(number):
+    for module, names in docstring_imports(pristine_stubs(LESSONS[number])):
+        imported = importlib.import_module(module)
+        for name in names:
+            assert hasattr(imported, name), f"lesson {number}: {module} has no {name}"
+
+
+def test_lesson7_names_the_module_of_every_table_it_fills():
+    """`evaluate` is both a module and the function the package re-exports: the docstring must
+    say which module holds NUMPY and _PYTHON_BINARY, and the same for every other table."""
+    imports = dict(docstring_imports(pristine_stubs(LESSONS[7])))
+    wanted = {"kuiper.parser.expression.functions": "FUNCTIONS",
+              "kuiper.parser.expression.evaluate": "NUMPY",
+              "kuiper.layers.opencl_helpers.expression_codegen": "FLOAT_C",
+              "kuiper.parser.expression.tokenizer": "tokenize"}
+    for module, table in wanted.items():
+        assert table in imports.get(module, []), f"lesson 7 should show from {module} import " \
+            f"{table}"
+    assert "_PYTHON_BINARY" in imports["kuiper.parser.expression.evaluate"]
+
+
+def test_lesson11_times_real_runs():
+    """No made-up timings: the tests load real models and spy on what they measure."""
+    tree = ast.parse((LESSONS[11] / "test_lesson11.py").read_text())
+    classes = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    assert not [c for c in classes if c.startswith("Fake")], classes
+    calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert "kuiper.load" in calls
+
+
+FMAX_RELU = '''
+def relu_source():
+    return """
+__kernel void relu(__global const float *x, __global float *y, const int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = fmax(x[i], 0.0f);
+}
+"""
+'''
+
+
+def test_lesson9_refuses_a_relu_that_turns_nan_into_zero(tmp_path, pristine_course):
+    """fmax(NaN, 0) is 0 in OpenCL, NaN in PyTorch: such a kernel must fail lesson 9."""
+    from kuiper.tools.course import require_opencl
+
+    require_opencl()
+    course = tmp_path / "course_notes"
+    shutil.copytree(pristine_course / LESSONS[9].name, course / LESSONS[9].name)
+    (course / LESSONS[9].name / "exercises.py").write_text(FMAX_RELU)
+    env = dict(os.environ, KUIPER_COURSE_DIR=str(course))
+    env.pop("KUIPER_COURSE_IMPL", None)
+    proc = subprocess.run([sys.executable, "-m", "kuiper", "course", "check", "9"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert "test_relu_keeps_nan_and_infinities" in proc.stdout
+    assert "got 0, expected nan" in proc.stdout, proc.stdout[-3000:]
+    assert "NotImplementedError" not in proc.stdout

@@ -1,0 +1,124 @@
+"""The fuzzer in the suite: a short campaign on every run, and the corpus of past failures.
+
+Every case runs in a forked child with a time and a memory limit (kuiper/tools/fuzz/sandbox.py),
+and must end as "ok" or "refused" (a KuiperError); a bare exception, a crash, a hang or an
+allocation past the limit fails the test, which lists one case per distinct failure.
+The campaigns run as `python -m kuiper.tools.fuzz` in a fresh process: the sandbox forks, and a
+process that has used OpenCL (as this test session has) cannot fork a child that uses it again.
+KUIPER_FUZZ_SEED picks other cases (the default keeps CI repeatable); a long campaign is
+`python -m kuiper.tools.fuzz --cases 100000 --backends cpu,opencl --save DIR`.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kuiper.tools.fuzz import campaign
+from kuiper.tools.fuzz.sandbox import CaseLimits, Child, Outcome, run_case
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+SEED = int(os.environ.get("KUIPER_FUZZ_SEED", "0"))
+# cases per backend in the suite's short campaign (about a minute in all on two cores)
+SHORT = {"cpu": 2500, "opencl": 500}
+
+
+def fuzz(tmp_path, *args) -> dict:
+    """Run `python -m kuiper.tools.fuzz ARGS` in a fresh process; its JSON report."""
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "kuiper.tools.fuzz", "--time-limit", "20",
+                           "--save", str(tmp_path / "failures"), "--report", str(report),
+                           *args], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"failures (saved under {tmp_path}):\n{proc.stdout}\n" \
+                                 f"{proc.stderr[-3000:]}"
+    return json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("seed", sorted(p.name.split(".")[0]
+                                        for p in campaign.SEEDS.glob("*.param")))
+def test_every_seed_model_runs(backend, seed):
+    # mutations start from working models: a seed that is refused would test nothing
+    outcome = run_case(str(campaign.SEEDS / f"{seed}.pnnx.param"), backend)
+    assert outcome.kind == "ok", outcome
+
+
+def test_corpus_of_past_failures_replays_cleanly(tmp_path, backend):
+    cases = [c for c in campaign.corpus(CORPUS) if c.backend == backend]
+    assert len(cases) >= 30
+    only = tmp_path / "corpus"
+    for case in cases:
+        case.write(only / case.name)
+    report = fuzz(tmp_path, "--replay", str(only))
+    assert sum(report["counts"].values()) == len(cases)
+
+
+def test_short_campaign(tmp_path, backend):
+    report = fuzz(tmp_path, "--cases", str(SHORT[backend]), "--seed", str(SEED),
+                  "--backends", backend)
+    # the mutants must reach past the parser: a good share still loads and runs
+    assert report["counts"].get("ok", 0) > SHORT[backend] // 10, report
+
+
+def _abort(path, backend):
+    os.abort()
+
+
+def _hang(path, backend):
+    time.sleep(60)
+
+
+def _allocate(path, backend):
+    import numpy as np
+
+    try:
+        np.ones(10**10)  # 80 GB, past the child's cap
+    except MemoryError as e:
+        return Outcome("memory", type(e).__name__, str(e))
+    return Outcome("ok")
+
+
+def _escape(path, backend):
+    raise ValueError("an exception that escapes the case")
+
+
+@pytest.mark.parametrize("target, kind, error", [
+    (_abort, "crash", signal.Signals.SIGABRT.name),
+    (_hang, "hang", "timeout"),
+    (_allocate, "memory", "MemoryError"),
+    (_escape, "crash", "exit 3"),
+])
+def test_sandbox_tells_failures_apart(tmp_path, target, kind, error):
+    child = Child(str(tmp_path / "none.param"), "cpu", CaseLimits(seconds=1.0), target)
+    while (outcome := child.poll()) is None:
+        time.sleep(0.01)
+    assert (outcome.kind, outcome.error) == (kind, error)
+    assert outcome.failed
+
+
+def test_run_case_tells_ok_refused_netted_and_bare_apart(tmp_path, monkeypatch):
+    path = tmp_path / "model.pnnx.param"
+    path.write_text("7767517\n2 1\npnnx.Input in0 0 1 0 #0=(1,2)f32\npnnx.Output out 1 0 0\n")
+    assert run_case(str(path), "cpu").kind == "ok"
+    path.write_text("7767517\n1 1\nnot a model\n")
+    assert run_case(str(path), "cpu").kind == "refused"
+
+    import kuiper
+
+    def netted_load(*args, **kwargs):
+        raise kuiper.KuiperError("refused by the net") from IndexError("deep inside")
+
+    monkeypatch.setattr("kuiper.load", netted_load)
+    outcome = run_case(str(path), "cpu")
+    assert (outcome.kind, outcome.error, outcome.failed) == ("netted", "IndexError", False)
+
+    def broken_load(*args, **kwargs):
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr("kuiper.load", broken_load)
+    outcome = run_case(str(path), "cpu")
+    assert (outcome.kind, outcome.error, outcome.failed) == ("bare", "IndexError", True)
