@@ -286,7 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(NumPy and OpenCL backends).", epilog="`kuiper COMMAND -h` shows a command's options.")
     parser.add_argument("--version", action="version", version=f"kuiper {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="say more on stderr: -v progress (INFO), -vv details (DEBUG)")
+                        help="say more on stderr: -v details for debugging (DEBUG); by "
+                        "default progress lines (building OpenCL kernels...) and warnings")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="errors only on stderr (no warnings)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -4,9 +4,9 @@ The engine logs through `logging.getLogger("kuiper")` (and its children, e.g. `k
 and stays silent by default as a library should: what to show is the application's choice. The
 command line is such an application; it attaches one handler to that logger:
 
-    (default)  warnings and errors
-    -v         + progress and choices (INFO: "building OpenCL kernels...", the device picked)
-    -vv        + details for debugging (DEBUG)
+    (default)  progress, warnings and errors (INFO: "building OpenCL kernels...": a first
+               OpenCL build takes seconds, and a silent pause looks like a hang)
+    -v, -vv    + details for debugging (DEBUG)
     -q         errors only
 
 Messages read `kuiper: warning: ...`, like the `kuiper: error: ...` line of a failed command.
@@ -40,7 +40,7 @@ class StderrHandler(logging.StreamHandler):
 def level_for(verbose: int, quiet: bool) -> int:
     if quiet:
         return logging.ERROR
-    return {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    return logging.INFO if verbose == 0 else logging.DEBUG
 
 
 def configure(verbose: int = 0, quiet: bool = False) -> Callable[[], None]:

@@ -240,7 +240,8 @@ def test_verbosity_flags_set_the_kuiper_logger(capsys):
     from kuiper.tools.logs import configure
 
     child = logging.getLogger("kuiper.engine_part")  # what the engine's modules log through
-    for (verbose, quiet), shown in {(0, False): ["warning"], (1, False): ["info", "warning"],
+    for (verbose, quiet), shown in {(0, False): ["info", "warning"],
+                                    (1, False): ["debug", "info", "warning"],
                                     (2, False): ["debug", "info", "warning"],
                                     (0, True): []}.items():
         undo = configure(verbose, quiet)
