@@ -68,6 +68,23 @@ __kernel void stft_store(__global const float2 *work, __global float2 *y, const 
     }
 }
 
+// torchaudio's spectrogram with a power: |spectrum * scale| ** power, in stft_store's layout
+// (power 1: the magnitude, 2: the power spectrum, without a square root; others through pow).
+__kernel void spectrogram_store(__global const float2 *work, __global float *y, const int n_fft,
+                                const int n_freq, const int n_frames, const float scale,
+                                const float power, const int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) {
+        const int f = i % n_frames;
+        const int k = (i / n_frames) % n_freq;
+        const int b = i / (n_frames * n_freq);
+        const float2 v = work[((long)b * n_frames + f) * n_fft + k] * scale;
+        const float m = hypot(v.x, v.y);
+        y[i] = power == 1.0f ? m : (power == 2.0f ? v.x * v.x + v.y * v.y : pow(m, power));
+    }
+}
+
 // ISTFT, step 1: the spectrum (B, n_freq, n_frames) -> frames (B, n_frames, n_fft) to inverse
 // transform. For a real output (hermitian = 1) bin t > n_fft / 2 is the conjugate of bin
 // n_fft - t, so the inverse FFT is real (fft.cl's fft_hermitian_extend explains why).

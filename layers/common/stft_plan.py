@@ -36,7 +36,9 @@ PAD_MODE_CODES = {name: code for code, name in enumerate(PAD_MODES)}  # for the 
 class STFTParams:
     """The parameters of a torch.stft / torch.istft line, and the shapes they give."""
 
-    def __init__(self, layer, op, inverse: bool):
+    def __init__(self, layer, op, inverse: bool, normalized: bool | None = None):
+        """`normalized` given overrides the parameter (torchaudio's spectrogram writes
+        normalized=window / frame_length, which its layer maps to torch.stft's bool)."""
         self.layer, self.inverse = layer, inverse
         self.n_fft = op.int_param("n_fft")
         hop = op.param("hop_length", None)
@@ -46,7 +48,8 @@ class STFTParams:
         self.center = op.bool_param("center", True)
         self.pad_mode = "reflect" if inverse else op.str_param("pad_mode", "reflect",
                                                                 tuple(PAD_MODES))
-        self.normalized = op.bool_param("normalized", False)
+        self.normalized = op.bool_param("normalized", False) if normalized is None \
+            else normalized
         onesided = op.param("onesided", None)
         self.onesided_param = None if onesided is None else op.bool_param("onesided")
         rc = op.param("return_complex", None)

@@ -1,4 +1,5 @@
-"""Gathers by index tensors: torch.index_select, torch.gather, Tensor.index (aten::index).
+"""Gathers by index tensors: torch.index_select, torch.gather, Tensor.index (aten::index), and
+ONNX Gather, which pnnx's ONNX route sometimes leaves as it is.
 
 Unlike slicing, which elements move depends on the *values* of an index tensor, so the output
 is a copy. The output *shape* must still be known before running (every buffer is sized at
@@ -88,6 +89,39 @@ class Gather(_IndexAlongDim):
         crop = tuple(slice(None) if d == self.axis else slice(0, n)
                      for d, n in enumerate(index.shape))
         return [np.take_along_axis(x[crop], np.asarray(index, dtype=np.int64), axis=self.axis)]
+
+
+@register("Gather", backend="cpu")
+class OnnxGather(DataMovementLayer):
+    """ONNX Gather(data, indices, axis) as pnnx leaves it (onnx/test_convnext_tiny with the
+    dynamo exporter writes `Gather axis=0` of a (768) tensor by a (1,768,1,1) index): whole
+    slices along `axis`, picked by an index of any shape, which replaces that dim:
+    out.shape = x.shape[:axis] + indices.shape + x.shape[axis+1:] (np.take). Negative indices
+    count from the end, as in ONNX."""
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.dim = op.int_param("axis", 0)
+        return layer
+
+    def infer_specs(self, inputs):
+        self.expect_inputs(inputs, 2)
+        x, index = inputs
+        _check_index_dtype(self, index, "indices")
+        if not x.shape:
+            raise self.shape_error("data should have at least one dim, got a 0-D tensor")
+        self.axis = normalize_dim(self, self.dim, len(x.shape))
+        shape = x.shape[:self.axis] + tuple(index.shape) + x.shape[self.axis + 1:]
+        return [TensorSpec(shape, x.dtype)]
+
+    def forward(self, inputs):
+        x, index = inputs
+        index = np.asarray(index, dtype=np.int64)
+        n = x.shape[self.axis]
+        if index.size and (index.min() < -n or index.max() >= n):
+            raise self.shape_error(f"index value out of range for axis {self.axis} of size {n}")
+        return [np.take(x, index, axis=self.axis)]
 
 
 def parse_index_literal(text: str):

@@ -1,6 +1,6 @@
-"""Gathers on OpenCL: index_select and single-tensor Tensor.index share the `index_select`
-kernel of clkernels/strided.h, gather has its own (clkernels/gather.cl). Constant indices are
-uploaded once at bind time."""
+"""Gathers on OpenCL: index_select, ONNX Gather and single-tensor Tensor.index share the
+`index_select` kernel of clkernels/strided.h, gather has its own (clkernels/gather.cl). Constant
+indices are uploaded once at bind time."""
 
 from __future__ import annotations
 
@@ -38,6 +38,19 @@ class IndexSelect(DeviceGather, gather.IndexSelect):
         self.launches = index_select(self, inputs[0], index, outputs[0],
                                      in_specs[0].shape or (1,), self.axis,
                                      in_specs[1].numel, in_specs[1].dtype,
+                                     out_specs[0].dtype)
+
+
+@register(backend="opencl")
+class OnnxGather(DeviceGather, gather.OnnxGather):
+    """np.take along `axis` is index_select with the index flattened: the kernel reads the
+    index as n_index rows, and the output's row-major layout is the same."""
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        self.keep_alive = []
+        index = self.index_buffer(inputs[1], in_specs[1])
+        self.launches = index_select(self, inputs[0], index, outputs[0], in_specs[0].shape,
+                                     self.axis, in_specs[1].numel, in_specs[1].dtype,
                                      out_specs[0].dtype)
 
 

@@ -1,4 +1,5 @@
-"""torch.stft / torch.istft on OpenCL: frames -> FFT -> spectrum, and back.
+"""torch.stft / torch.istft on OpenCL: frames -> FFT -> spectrum, and back; torchaudio's
+spectrogram / inverse_spectrogram are the same with a scale and a power in the last kernel.
 
     stft    stft_frames (pad, cut, window) -> fft_pass along n_fft -> stft_store (transpose,
             keep n_freq bins, scale)
@@ -54,9 +55,9 @@ class DeviceShortTimeFourier(OpenCLLayer):
         return Launch(kernel, (round_up(n, 64),))
 
 
-@register(backend="opencl")
-class STFT(DeviceShortTimeFourier, cpu_stft.STFT):
-    input_dtypes = (FLOAT32, COMPLEX64)
+class DeviceForward(DeviceShortTimeFourier):
+    """The STFT's launches, shared by torch.stft and torchaudio's spectrogram (`store` is the
+    last kernel, where they differ)."""
 
     def prepare(self, x, y, x_spec, y_spec, window):
         p = self.params
@@ -70,14 +71,24 @@ class STFT(DeviceShortTimeFourier, cpu_stft.STFT):
             np.int32(PAD_MODE_CODES[p.pad_mode]))]
         launches += transform_dim(self, work, (signals * p.n_frames, p.n_fft), 1, inverse=False)
         n = signals * p.n_freq * p.n_frames
-        launches.append(self.launch("stft_store", n, work.src.data, y.data, np.int32(p.n_fft),
-                                    np.int32(p.n_freq), np.int32(p.n_frames),
-                                    np.float32(p.scale)))
+        launches.append(self.store(n, work, y, window))
         return launches
+
+    def store(self, n, work, y, window) -> Launch:
+        p = self.params
+        return self.launch("stft_store", n, work.src.data, y.data, np.int32(p.n_fft),
+                           np.int32(p.n_freq), np.int32(p.n_frames), np.float32(p.scale))
 
 
 @register(backend="opencl")
-class ISTFT(DeviceShortTimeFourier, cpu_stft.ISTFT):
+class STFT(DeviceForward, cpu_stft.STFT):
+    input_dtypes = (FLOAT32, COMPLEX64)
+
+
+class DeviceInverse(DeviceShortTimeFourier):
+    """The ISTFT's launches, shared by torch.istft and torchaudio's inverse_spectrogram (which
+    scales the output by `output_scale`)."""
+
     input_dtypes = (COMPLEX64,)
     # istft_overlap_add writes a complex output as interleaved float pairs (the executor's
     # argument check, kuiper/opencl/element_types.py, would otherwise expect float2)
@@ -97,5 +108,56 @@ class ISTFT(DeviceShortTimeFourier, cpu_stft.ISTFT):
             self.constant(p.padded_window(window, np.float32)).data,
             self.constant(p.inverse_envelope(window)).data, y.data, np.int32(p.n_fft),
             np.int32(p.hop), np.int32(p.n_frames), np.int32(p.start), np.int32(p.out_len),
-            np.float32(p.scale), np.int32(p.return_complex)))
+            np.float32(p.scale * self.output_scale(window)), np.int32(p.return_complex)))
         return launches
+
+    def output_scale(self, window) -> float:
+        return 1.0
+
+
+@register(backend="opencl")
+class ISTFT(DeviceInverse, cpu_stft.ISTFT):
+    pass
+
+
+@register(backend="opencl")
+class Spectrogram(DeviceForward, cpu_stft.Spectrogram):
+    """torch.stft's kernels; the last one, `spectrogram_store`, also applies the window norm
+    and the power (power=None: `stft_store` with the window norm in its scale). A `pad` > 0
+    runs the CPU layer."""
+
+    input_dtypes = (FLOAT32,)
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        if self.pad:
+            self.launches = []
+            return self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
+                                          f"pad={self.pad} (only pad=0 runs on the device)")
+        return super().bind(inputs, outputs, in_specs, out_specs)
+
+    def store(self, n, work, y, window) -> Launch:
+        p = self.params
+        scale = np.float32(p.scale * self.extra_scale(window))
+        if self.power is None:
+            return self.launch("stft_store", n, work.src.data, y.data, np.int32(p.n_fft),
+                               np.int32(p.n_freq), np.int32(p.n_frames), scale)
+        return self.launch("spectrogram_store", n, work.src.data, y.data, np.int32(p.n_fft),
+                           np.int32(p.n_freq), np.int32(p.n_frames), scale,
+                           np.float32(self.power))
+
+
+@register(backend="opencl")
+class InverseSpectrogram(DeviceInverse, cpu_stft.InverseSpectrogram):
+    """torch.istft's kernels with the window norm in the output scale; `length` with a `pad`
+    (which crops the result) runs the CPU layer."""
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        if self.crop:
+            self.launches = []
+            return self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
+                                          f"length with pad={self.pad} (only pad=0 runs on "
+                                          "the device)")
+        return super().bind(inputs, outputs, in_specs, out_specs)
+
+    def output_scale(self, window) -> float:
+        return self.extra_scale(window)

@@ -1,4 +1,4 @@
-"""torch.index_select, torch.gather and Tensor.index (aten::index) vs torch."""
+"""torch.index_select, torch.gather, Tensor.index (aten::index) and ONNX Gather vs torch."""
 
 import numpy as np
 import pytest
@@ -131,6 +131,61 @@ def test_index_real_export(backend, rng, export_model):
             assert_close(g, w.numpy(), what=f"{shape} output {k}")
 
 
+# ONNX Gather as pnnx's ONNX route leaves it (onnx/test_convnext_tiny and onnx/test_swin_t with
+# the dynamo exporter: `Gather axis=0` of a (768) tensor by a (1,768,1,1) i64 index): np.take,
+# the index's shape replaces dim `axis`; negative indices count from the end.
+@pytest.mark.parametrize("axis, index_shape", [(0, (1, 3, 1, 1)), (1, (2, 4)), (-1, (5,)),
+                                               (2, ()), (3, (2, 1, 3))])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("constant", [False, True])
+def test_onnx_gather(backend, rng, axis, index_shape, index_dtype, constant):
+    x = _x(rng)
+    n = x.shape[axis]
+    idx = rng.integers(-n, n, index_shape).astype(index_dtype)
+    (y,) = run_operator("Gather", [x, idx], params={"axis": axis}, backend=backend,
+                        constants=[1] if constant or idx.ndim == 0 else [])
+    t, i = torch.from_numpy(x), torch.from_numpy(np.asarray(idx.astype(np.int64) % n))
+    want = torch.index_select(t, axis, i.reshape(-1)).reshape(
+        x.shape[:axis % 4] + index_shape + x.shape[axis % 4 + 1:])
+    assert_close(y, want.numpy())
+
+
+def test_onnx_gather_int64_data_and_default_axis(backend, rng):
+    x = rng.integers(-99, 99, (6, 3), dtype=np.int64)
+    idx = np.array([[5, -6], [0, 1]], np.int64)
+    (y,) = run_operator("Gather", [x, idx], constants=[1], backend=backend)
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, np.take(x, idx, axis=0))
+
+
+class _OnnxGather(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("idx", torch.tensor([[3, -1], [0, 2]]))
+
+    def forward(self, x):
+        return x.mean((-1, -2)).reshape(-1)[self.idx] * 2, x[:, self.idx]
+
+
+@pytest.mark.slow
+def test_onnx_gather_real_export(backend, rng, export_dir):
+    """torch.onnx.export + the pnnx command: indexing by a constant 2-D tensor stays an ONNX
+    `Gather` (axis=0 and axis=1, with a negative index)."""
+    pytest.importorskip("onnx")
+    from tests.models.onnx_export import export_with_onnx
+
+    x = torch.from_numpy(rng.standard_normal((1, 5, 4, 3)).astype(np.float32))
+    module = _OnnxGather().eval()
+    path = export_with_onnx(export_dir / "gather_onnx", module, (x,))
+    assert "Gather " in path.read_text()
+    graph = kuiper.load(path, backend=backend)
+    assert not graph.fallbacks
+    with torch.no_grad():
+        want = module(x)
+    for k, (g, w) in enumerate(zip(graph.forward(x.numpy()), want)):
+        assert_close(g, w.numpy(), what=f"output {k}")
+
+
 @pytest.mark.parametrize("op_type, inputs, params, error, message", [
     ("torch.index_select", [np.zeros((2, 3), np.float32), np.zeros((1, 2), np.int64)],
      {"dim": 1}, kuiper.ShapeError, "0-D or 1-D"),
@@ -146,6 +201,10 @@ def test_index_real_export(backend, rng, export_model):
      kuiper.OperatorError, "not a list of None and integer lists"),
     ("Tensor.index", [np.zeros((2, 3), np.float32), np.zeros(3, np.bool_)], {},
      kuiper.ShapeError, "boolean mask"),
+    ("Gather", [np.zeros((2, 3), np.float32), np.zeros(2, np.float32)], {"axis": 1},
+     kuiper.OperatorError, "integer tensor"),
+    ("Gather", [np.zeros((2, 3), np.float32), np.zeros(2, np.int64)], {"axis": 2},
+     kuiper.ShapeError, "dim"),
 ])
 def test_gather_bad(backend, op_type, inputs, params, error, message):
     with pytest.raises(error, match=message):
@@ -156,3 +215,8 @@ def test_index_out_of_range_on_cpu(rng):
     # The CPU backend checks index values (a device cannot raise: it writes 0 instead).
     with pytest.raises(kuiper.ShapeError, match="out of range for dim 0 of size 3"):
         run_operator("Tensor.index", [_x(rng), np.array([3], np.int64)])
+
+
+def test_onnx_gather_out_of_range_on_cpu(rng):
+    with pytest.raises(kuiper.ShapeError, match="out of range for axis 1 of size 7"):
+        run_operator("Gather", [_x(rng), np.array([7], np.int64)], params={"axis": 1})

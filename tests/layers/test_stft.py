@@ -204,3 +204,150 @@ def test_stft_pnnx_export(backend, rng, export_model):
     assert not graph.fallbacks
     for got, want in zip(graph.forward(x.numpy(), y.numpy(), z.numpy()), wanted):
         assert_close(got, want.numpy())
+
+
+# torchaudio.functional.spectrogram / inverse_spectrogram, as pnnx writes them (the
+# test_torchaudio_* files of pnnx's suite), against the same formulas written with torch.stft
+# (torchaudio's own code: pad, stft, window norm, power; window norm, istft, crop).
+def ta_spectrogram(x, window, pad, n_fft, hop_length, win_length, power, normalized, center,
+                   pad_mode, onesided):
+    x = torch.from_numpy(x)
+    if pad > 0:
+        x = torch.nn.functional.pad(x, (pad, pad), "constant")
+    spec = torch.stft(x, n_fft, hop_length, win_length, window, center, pad_mode,
+                      normalized == "frame_length", onesided, return_complex=True)
+    if normalized in (True, "window"):
+        spec = spec / window.pow(2.0).sum().sqrt()
+    if power is None:
+        return spec.numpy()
+    return (spec.abs() if power == 1 else spec.abs().pow(power)).numpy()
+
+
+def ta_inverse_spectrogram(spec, window, length, pad, n_fft, hop_length, win_length, normalized,
+                           center, onesided):
+    spec = torch.from_numpy(spec)
+    if normalized in (True, "window"):
+        spec = spec * window.pow(2.0).sum().sqrt()
+    y = torch.istft(spec, n_fft, hop_length, win_length, window, center,
+                    normalized == "frame_length", onesided,
+                    None if length is None else length + 2 * pad, return_complex=False)
+    if length is not None and pad > 0:
+        y = y[..., pad:-pad]
+    return y.numpy()
+
+
+SPECTROGRAMS = [
+    # (waveform shape, params) -- the first four are pnnx's test_torchaudio_F_spectrogram
+    ((3, 2560), dict(pad=0, n_fft=64, hop_length=16, win_length=44, power=1,
+                     normalized="window", center=True, pad_mode="reflect", onesided=True)),
+    ((3, 2560), dict(pad=0, n_fft=128, hop_length=3, win_length=128, power=None,
+                     normalized=False, center=False, pad_mode="reflect", onesided=True)),
+    ((1000,), dict(pad=0, n_fft=512, hop_length=128, win_length=256, power=2,
+                   normalized="frame_length", center=True, pad_mode="constant", onesided=True)),
+    ((1064,), dict(pad=0, n_fft=512, hop_length=128, win_length=512, power=2, normalized=False,
+                   center=True, pad_mode="reflect", onesided=False)),
+    ((2, 300), dict(pad=0, n_fft=64, hop_length=20, win_length=64, power=0.5, normalized=True,
+                    center=True, pad_mode="replicate", onesided=True)),
+    ((2, 300), dict(pad=7, n_fft=64, hop_length=20, win_length=50, power=None,
+                    normalized="window", center=True, pad_mode="reflect", onesided=True)),
+]
+
+
+@pytest.mark.parametrize("shape, params", SPECTROGRAMS)
+def test_torchaudio_spectrogram(backend, rng, shape, params):
+    x = rng.standard_normal(shape).astype(np.float32)
+    window = torch.hann_window(params["win_length"])
+    y = run("torchaudio.functional.spectrogram", x, window, params, backend,
+            allow_fallback=params["pad"] > 0)
+    want = ta_spectrogram(x, window, **params)
+    assert y.dtype == want.dtype and y.shape == want.shape
+    assert_close(y, want)
+
+
+INVERSE_SPECTROGRAMS = [
+    # (spectrum shape, params) -- the first four are pnnx's test_torchaudio_F_inverse_spectrogram
+    ((3, 33, 161), dict(length=None, pad=0, n_fft=64, hop_length=16, win_length=44,
+                        normalized="window", center=True, onesided=True)),
+    ((1, 65, 77), dict(length=None, pad=0, n_fft=128, hop_length=3, win_length=128,
+                       normalized=False, center=True, onesided=True)),
+    ((257, 8), dict(length=None, pad=0, n_fft=512, hop_length=128, win_length=256,
+                    normalized="frame_length", center=True, onesided=True)),
+    ((512, 4), dict(length=None, pad=0, n_fft=512, hop_length=128, win_length=512,
+                    normalized=False, center=True, onesided=False)),
+    ((2, 33, 20), dict(length=300, pad=5, n_fft=64, hop_length=16, win_length=64,
+                       normalized=True, center=True, onesided=True)),
+]
+
+
+@pytest.mark.parametrize("shape, params", INVERSE_SPECTROGRAMS)
+def test_torchaudio_inverse_spectrogram(backend, rng, shape, params):
+    spec = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    window = torch.hann_window(params["win_length"])
+    if params["onesided"]:  # a spectrum of a real signal: bin 0 (and n_fft / 2) real
+        spec[..., 0, :] = spec[..., 0, :].real
+    y = run("torchaudio.functional.inverse_spectrogram", spec, window, params, backend,
+            allow_fallback=params["length"] is not None and params["pad"] > 0)
+    want = ta_inverse_spectrogram(spec, window, **params)
+    assert y.dtype == want.dtype and y.shape == want.shape
+    assert_close(y, want)
+
+
+def test_torchaudio_pad_runs_on_the_host_on_opencl(backend, rng):
+    # pad > 0 (and, for the inverse, length with pad > 0) is computed by the CPU layer
+    x = rng.standard_normal((2, 300)).astype(np.float32)
+    shape, params = SPECTROGRAMS[-1]
+    window = torch.hann_window(params["win_length"])
+    if backend == "opencl":
+        with pytest.raises(AssertionError, match="fell back"):
+            run("torchaudio.functional.spectrogram", x, window, params, backend)
+    y = run("torchaudio.functional.spectrogram", x, window, params, backend,
+            allow_fallback=True)
+    assert_close(y, ta_spectrogram(x, window, **params))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"normalized": "frame"}, "normalized='frame'"),
+    ({"power": -1}, "power=-1"),
+    ({"pad": -2}, "pad=-2"),
+])
+def test_torchaudio_spectrogram_bad_parameters(backend, rng, params, message):
+    base = dict(pad=0, n_fft=64, hop_length=16, win_length=64, power=2, normalized=False,
+                center=True, pad_mode="reflect", onesided=True)
+    with pytest.raises(OperatorError, match=message):
+        run("torchaudio.functional.spectrogram", rng.standard_normal(300).astype(np.float32),
+            torch.hann_window(64), {**base, **params}, backend)
+
+
+class Torchaudios(torch.nn.Module):
+    def forward(self, x, z):
+        import torchaudio
+
+        a = torchaudio.functional.spectrogram(x, pad=0, window=torch.hann_window(44), n_fft=64,
+                                              hop_length=16, win_length=44, power=1,
+                                              normalized="window")
+        b = torchaudio.functional.spectrogram(x, pad=0, window=torch.hann_window(128),
+                                              n_fft=128, hop_length=3, win_length=128,
+                                              power=None, normalized=False, center=False)
+        c = torchaudio.functional.inverse_spectrogram(
+            z, length=None, pad=0, window=torch.hann_window(256), n_fft=512, hop_length=128,
+            win_length=256, normalized="frame_length")
+        return a, b, c
+
+
+@pytest.mark.slow
+def test_torchaudio_pnnx_export(backend, rng, export_model):
+    """Needs torchaudio (not a Kuiper dependency: skipped without it)."""
+    pytest.importorskip("torchaudio")
+    x = torch.from_numpy(rng.standard_normal((3, 2560)).astype(np.float32))
+    z = torch.from_numpy((rng.standard_normal((257, 8)) + 1j * rng.standard_normal((257, 8)))
+                         .astype(np.complex64))
+    module = Torchaudios().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = export_model("torchaudio_spectrograms", module, (x, z))
+        graph = kuiper.load(path, backend=backend)
+        wanted = module(x, z)
+    assert "torchaudio.functional.spectrogram" in path.read_text()
+    assert not graph.fallbacks
+    for got, want in zip(graph.forward(x.numpy(), z.numpy()), wanted):
+        assert_close(got, want.numpy())
