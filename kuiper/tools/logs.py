@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from collections.abc import Callable
+
+from kuiper.log import KuiperWarning
 
 LOGGER_NAME = "kuiper"
 
@@ -62,10 +65,22 @@ def configure(verbose: int = 0, quiet: bool = False) -> Callable[[], None]:
     handler.addFilter(_lowercase_level)
     logger.addHandler(handler)
     logger.setLevel(level_for(verbose, quiet))
+    # Kuiper's own warnings (kuiper.KuiperWarning: operators falling back to the host) read
+    # `kuiper: warning: ...` like the rest, not Python's "file:line: KuiperWarning" form.
+    old_showwarning = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, KuiperWarning):
+            logger.warning("%s", message)
+        else:
+            old_showwarning(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
 
     def undo() -> None:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
+        warnings.showwarning = old_showwarning
 
     return undo
 

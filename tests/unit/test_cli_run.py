@@ -256,3 +256,21 @@ def test_verbosity_flags_set_the_kuiper_logger(capsys):
         assert lines == [f"kuiper: {level}: {level[0]}" for level in shown + ["error"]]
     assert not [h for h in logging.getLogger("kuiper").handlers
                 if type(h).__name__ == "StderrHandler"]  # undo() removed it
+
+
+@pytest.mark.opencl
+def test_fallback_warning_reads_as_a_kuiper_warning_line(tmp_path, capsys):
+    from tests.conftest import opencl_available
+
+    if not opencl_available():
+        pytest.skip("no OpenCL device: fallbacks to the host exist on the OpenCL backend only")
+    # a float64 input: the ReLU kernel reads float32, so the operator runs on the host
+    model = tmp_path / "model.pnnx.param"
+    model.write_text("7767517\n3 2\npnnx.Input in0 0 1 0 #0=(1,3,4,4)f64\n"
+                     "nn.ReLU relu 1 1 0 1\npnnx.Output out 1 0 1\n")
+    loud = run_main(capsys, "run", str(model), "--backend", "opencl")
+    assert loud.returncode == 0
+    assert "kuiper: warning: 1 operator(s)" in loud.stderr and "relu (nn.ReLU)" in loud.stderr
+    assert "KuiperWarning" not in loud.stderr  # not Python's "file:line: Category" form
+    quiet = run_main(capsys, "-q", "run", str(model), "--backend", "opencl")
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr
