@@ -42,7 +42,7 @@ from kuiper.errors import (
     ShapeError,
     UnsupportedOperatorError,
 )
-from kuiper.ir import Observer, RuntimeOperand, RuntimeOperator
+from kuiper.ir import Observer, RuntimeOperand, RuntimeOperator, operator_failure
 from kuiper.parser.binfile import WeightArchive
 from kuiper.parser.param import read_param
 from kuiper.parser.values import DTYPES
@@ -84,12 +84,10 @@ class Port:
         return f"{self.name}: {dims} {self.dtype.name}"
 
 
-def _malformed(op: RuntimeOperator, path: str, stage: str, error: Exception) -> KuiperError:
-    if isinstance(error, KuiperError):  # already says what is wrong (a few are ValueErrors)
-        return error
-    return op.error(f"{path}: {stage} failed with {type(error).__name__}: {str(error)[:200]} "
-                    f"-- are the operator's {len(op.inputs)} input(s) and its parameters what "
-                    f"pnnx writes for {op.type}?")
+def _pnnx_hint(op: RuntimeOperator) -> str:
+    """What a load-time failure of a layer usually means: a damaged or hand-edited file."""
+    return (f" -- are the operator's {len(op.inputs)} input(s) and its parameters what pnnx "
+            f"writes for {op.type}?")
 
 
 def _np_dtype(suffix: str | None) -> np.dtype:
@@ -289,7 +287,8 @@ class RuntimeGraph:
             try:
                 op.layer = kuiper_plugins.call(op, cls, "from_operator", cls.from_operator, op)
             except MALFORMED as e:
-                raise _malformed(op, self.param_path, "reading the parameters", e) from e
+                raise operator_failure(op, "reading its parameters", e, path=self.param_path,
+                                       hint=_pnnx_hint(op)) from e
 
     def _input_specs(self, shapes) -> list[TensorSpec]:
         declared = [(op.outputs[0].shape, op.outputs[0].dtype) for op in self.input_ops]
@@ -326,7 +325,8 @@ class RuntimeGraph:
                                      f"{self._resize_hint(input_specs)}") from None
                 raise
             except MALFORMED as e:  # a layer tripped over a damaged file: say whose operator
-                raise _malformed(op, self.param_path, "shape inference", e) from e
+                raise operator_failure(op, "inferring shapes", e, specs, self.param_path,
+                                       _pnnx_hint(op)) from e
             if len(outs) < len(op.outputs):
                 raise op.error(f"layer {type(op.layer).__name__} produced {len(outs)} "
                                f"output spec(s) for {len(op.outputs)} output operand(s)")

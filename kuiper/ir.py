@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kuiper.errors import OperatorError
+from kuiper.errors import KuiperError, OperatorError
 from kuiper.parser.values import as_float
 
 if TYPE_CHECKING:
@@ -136,18 +136,25 @@ class RuntimeOperator:
 
 
 def operator_failure(op: RuntimeOperator, stage: str, error: Exception,
-                     specs: dict | None = None) -> OperatorError:
+                     specs: dict | None = None, path: str | None = None,
+                     hint: str = "") -> KuiperError:
     """A bare error (NumPy's, pyopencl's) of `op`'s layer as an OperatorError naming the
     operator and its line, the original kept as the cause by the caller (`raise ... from e`):
     nobody should have to read a traceback from deep inside NumPy to find the culprit. The
     usual reason is named too: an input that is not a tensor (`expr=abc` gives the string 'abc',
-    `expr=1e-5` a Python number). Both executors use it around every operator they run."""
+    `expr=1e-5` a Python number). The graph uses it around reading parameters and inferring
+    shapes (with the file's `path`), both executors around every operator they run. A
+    KuiperError (some are ValueErrors too) already says what is wrong and is returned as is."""
+    if isinstance(error, KuiperError):
+        return error
     odd = [f"input {i} ('{o.name}') is not a tensor but {specs[o.name].value!r}"
            for i, o in enumerate(op.inputs) if specs and o.name in specs
            and specs[o.name].value is not None
            and not isinstance(specs[o.name].value, np.ndarray)]
     why = f" ({'; '.join(odd)})" if odd else ""
-    return op.error(f"failed while {stage}{why}: {type(error).__name__}: {str(error)[:300]}")
+    where = f"{path}: " if path else ""
+    return op.error(f"{where}failed while {stage}{why}: {type(error).__name__}: "
+                    f"{str(error)[:300]}{hint}")
 
 
 # Called after each operator runs, by either executor: (operator, its outputs as NumPy arrays,

@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 
 from kuiper.tools.fuzz.sandbox import CaseLimits
+from kuiper.tools.options import KuiperArgumentParser, comma_list
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", type=int, default=2000, help="how many mutated models (default "
                    "2000; a long campaign is 100000)")
     p.add_argument("--seed", type=int, default=0, help="case i of a seed is always the same file")
-    p.add_argument("--backends", default="cpu", help="comma-separated: cpu, opencl (default cpu)")
+    p.add_argument("--backends", type=comma_list(("cpu", "opencl"), "backend"), default=["cpu"],
+                   help="comma-separated: cpu, opencl (default cpu)")
     p.add_argument("--opencl-share", type=float, default=0.25,
                    help="with both backends, the share of cases run on OpenCL (default 0.25)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases at once")
@@ -34,12 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kuiper.tools.fuzz import campaign
 
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = sorted(set(backends) - {"cpu", "opencl"})
-    if unknown or not backends:
-        print(f"kuiper: error: --backends takes cpu and/or opencl, got {args.backends!r}",
-              file=sys.stderr)
-        return 2
+    backends = args.backends
     if args.replay is not None and not args.replay.is_dir():
         print(f"kuiper: error: --replay {args.replay}: not a folder of saved cases",
               file=sys.stderr)
@@ -83,7 +80,7 @@ def add_parser(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kuiper.tools.fuzz", allow_abbrev=False,
+    p = KuiperArgumentParser(prog="kuiper fuzz",  # what `python -m kuiper.tools.fuzz` is
                                 description="Fuzz Kuiper's loader and layers with mutated "
                                 "models, each case in a sandbox with time and memory limits.")
     add_arguments(p)

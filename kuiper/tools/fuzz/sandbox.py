@@ -26,6 +26,7 @@ Outcomes:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import select
@@ -135,6 +136,7 @@ class Child:
             os.environ["KUIPER_MAX_TOTAL_BYTES"] = str(limits.budget_total)
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
             warnings.simplefilter("ignore")  # NumPy's overflow warnings are not findings
+            logging.getLogger("kuiper").setLevel(logging.ERROR)  # no progress line per case
             signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the alarm kills: a hang, not a catch
             signal.alarm(max(1, int(limits.seconds + 0.999)))
             outcome = target(param_path, backend)
