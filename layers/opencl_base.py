@@ -70,6 +70,13 @@ class OpenCLLayer(Layer):
     runtime: Any = None
     host_fallback: Any = None  # a HostFallback, see fall_back_to_host
     launches: list[Launch]
+    # A fused epilogue (layers/common/epilogue.py), set by the executor before bind() on layers
+    # whose class sets `accepts_epilogue`; `residual` is then the device array it adds (or None).
+    epilogue: Any = None
+    residual: Any = None
+    # True when the layer's own kernels carry `epilogue` out in their store; otherwise the
+    # executor runs it as a separate kernel after the layer's launches.
+    epilogue_in_kernel: ClassVar[bool] = False
 
     def attach(self, runtime) -> None:
         self.runtime = runtime
@@ -145,6 +152,13 @@ class OpenCLLayer(Layer):
     def upload(self, host):
         """A weight or constant to the device; call from bind(), never from enqueue()."""
         return self.runtime.to_device(host)
+
+    def workspace(self, shape: Sequence[int], dtype: Any = np.float32):
+        """A scratch device array for this layer's own intermediate results (im2col's column
+        matrix, Winograd's transformed tiles, split-K's partial sums): valid only while the
+        layer's launches run, so the memory planner may hand the same memory to other layers.
+        Call from bind()."""
+        return self.runtime.empty(tuple(shape), dtype)
 
     # --- the three build/run steps --------------------------------------------------------------
     def allocate_outputs(self, inputs: Sequence[Any], in_specs: Sequence[TensorSpec],
