@@ -3,13 +3,16 @@
 // kernel of depth 1, and a 1-D one as (N, C, 1, 1, L); a unit axis costs nothing but a table
 // lookup per output row.
 //
-// General case, two launches:
+// The host's selector (layers/opencl_helpers/conv_select.py) chooses among the algorithms of
+// layers/opencl_helpers/conv_im2col_gemm.py (those that use this file) and others. General case
+// (`im2col_gemm`), two launches:
 //   im2col: cols[n][c][a][i][j][(oz*OH + oy)*OW + ox]
 //               = xpad[n][c][oz*SD + a*DD][oy*SH + i*DH][ox*SW + j*DW]
 //   gemm  : y[n][g] (Cout/G x P) = W[g] (Cout/G x Cin/G*KD*KH*KW) @ cols[n][g]   (gemm.h)
-// A 1x1(x1) kernel with stride 1 and no padding skips im2col (x already is the column matrix).
-// One input channel per group (depthwise): the `depthwise` kernel below, one work-item per
-// output row, because a GEMM with K = KD*KH*KW has nothing to tile.
+// A 1x1(x1) kernel with stride 1 and no padding skips im2col (`gemm_1x1`: x already is the
+// column matrix). One input channel per group (`depthwise_direct`): the `depthwise` kernel
+// below, one work-item per output row, because a GEMM with K = KD*KH*KW has nothing to tile.
+// Both GEMM and depthwise store through kuiper_epilogue (epilogue.h, included by gemm.h).
 //
 // Padding is never materialised. The host uploads, per spatial axis, a small table `src_z` /
 // `src_y` / `src_x`: for every coordinate of the *padded* axis, the input coordinate it copies,
@@ -62,7 +65,8 @@ __kernel void depthwise(__global const float *x, __global const float *w,
                         const int KD, const int KH, const int KW,
                         const int OD, const int OH, const int OW,
                         const int SD, const int SH, const int SW,
-                        const int DD, const int DH, const int DW, const int NCOUT)
+                        const int DD, const int DH, const int DW, const int NCOUT,
+                        __global const float *residual)
 {
     const int ozy = get_global_id(0);
     const int nco = get_global_id(1);
@@ -95,4 +99,8 @@ __kernel void depthwise(__global const float *x, __global const float *w,
             }
         }
     }
+    // the fused epilogue (epilogue.h), once the sums are complete
+    const int first = (nco * OD * OH + ozy) * OW;
+    for (int ox = 0; ox < OW; ++ox)
+        out[ox] = kuiper_epilogue(out[ox], residual, first + ox);
 }

@@ -6,10 +6,15 @@
 // graph (kuiper/passes/, layers/common/epilogue.py); the host then builds the producer's program
 // with these options:
 //
-//   -DEPI_ACT(x)=<expression>   the fused activation, an expression of layers/opencl/activation.py
-//                               with its parameters written in as literals (default: x)
+//   -DEPI_ACT(x)=<expression>   what happens to v before the residual add: the fused activations
+//                               (expressions of layers/opencl/activation.py, parameters written
+//                               in as literals) and elementwise expressions (`x*2.0f`), nested
+//                               in model order (default: x)
 //   -DEPI_RESIDUAL=1            add residual[index] (an operand of the output's shape)
-//   -DEPI_RESIDUAL_FIRST=1      act(v + r) (ResNet's block end); 0: act(v) + r (YOLO's bottleneck)
+//   -DEPI_POST(x)=<expression>  what happens after the residual add (default: x)
+//
+// So ResNet's block end, relu(v + r), is EPI_RESIDUAL=1 and EPI_POST(x)=relu; YOLO's bottleneck,
+// silu(v) + r, is EPI_ACT(x)=silu and EPI_RESIDUAL=1.
 //
 // A kernel that stores a fusable output takes `__global const float *residual` (NULL when unused)
 // and writes `y[index] = kuiper_epilogue(v, residual, index)`, where v already includes the bias
@@ -26,20 +31,17 @@
 #ifndef EPI_RESIDUAL
 #define EPI_RESIDUAL 0
 #endif
-#ifndef EPI_RESIDUAL_FIRST
-#define EPI_RESIDUAL_FIRST 1
+#ifndef EPI_POST
+#define EPI_POST(x) (x)
 #endif
 
 inline float kuiper_epilogue(float v, __global const float *residual, const int index)
 {
-#if EPI_RESIDUAL && EPI_RESIDUAL_FIRST
-    v += residual[index];
-#endif
     v = EPI_ACT(v);
-#if EPI_RESIDUAL && !EPI_RESIDUAL_FIRST
+#if EPI_RESIDUAL
     v += residual[index];
 #endif
-    return v;
+    return EPI_POST(v);
 }
 
 #endif  // KUIPER_EPILOGUE_H

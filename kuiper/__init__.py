@@ -79,7 +79,8 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
          backend: str = "cpu", input_shapes: Sequence[Sequence[int]] | None = None,
          plugins: Sequence[str | os.PathLike] = (),
          params: Mapping[str, Mapping[str, Any]] | None = None,
-         limits: Limits | None = None, **backend_options: Any) -> RuntimeGraph:
+         limits: Limits | None = None, passes: Sequence[str] | None = None,
+         **backend_options: Any) -> RuntimeGraph:
     """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
 
     `input_shapes` overrides the shapes the model was exported with (needed when the export has
@@ -87,9 +88,13 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
     per type that the file lacks (kuiper/PLUGINS.md). `limits` caps the memory a model may
     ask for (kuiper/limits.py: one tensor, and all activations). OpenCL options:
     `device="0:1"` (as PYOPENCL_CTX), `out_of_order=True`, `profiling=True`. CPU option:
-    `fuse=False` runs every ReLU as its own step instead of fusing it into the convolution,
-    linear or expression before it (kuiper/cpu_executor.py); `threads=2` limits NumPy's BLAS
-    to 2 threads while this graph runs.
+    `fuse=False` runs every activation and residual add as its own step instead of fusing it
+    into the convolution, linear or matmul before it (the same as leaving out the
+    fuse_epilogues pass); `threads=2` limits NumPy's BLAS to 2 threads while this graph runs.
+
+    `passes`: the graph passes to run, by name (kuiper/passes/: fold_constants,
+    eliminate_dead, eliminate_noops, fuse_epilogues, plan_memory); None runs them all, and
+    `graph.plan.describe()` says what each one changed.
 
     `with kuiper.load(...) as g:` (or `g.close()`) releases the weights' mapping and the
     device buffers. Inputs and outputs by name: kuiper/named_io.py.
@@ -105,7 +110,7 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
                               "TorchScript file is converted whole (leave bin_path out)")
         param_path = convert.to_pnnx(param_path, input_shapes)
     graph = RuntimeGraph(param_path, bin_path, backend=backend, plugins=plugins, params=params,
-                         limits=limits, **backend_options)
+                         limits=limits, passes=passes, **backend_options)
     graph.init()
     graph.build(input_shapes)
     return graph

@@ -1,10 +1,10 @@
 """The CPU executor: run NumPy layers in topological order, freeing values after their last use.
 
-One optimisation on top: *activation fusion*. In `conv -> relu`, the ReLU reads the whole
-convolution output and writes a new array of the same size. When the ReLU is the only reader of
-that output, the convolution can apply it while writing its output (or in place right after),
-and the ReLU step disappears. `fusions` pairs each such producer with its activation; the
-ReLU's output name then simply refers to the producer's (fused) output.
+It carries out the graph's plan (kuiper/passes/): folded operators never run (their known
+values are handed to their readers), dead operators and no-ops have no step (a no-op's output
+*is* its input), and a producer with a fused epilogue gets it as `forward(inputs,
+epilogue=..., residual=...)`, so the activation after a convolution is applied in place on
+the convolution's fresh output and the activation's step disappears.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ import numpy as np
 from kuiper.dynamic_shapes import dynamic_readers, reinfer
 from kuiper.errors import MALFORMED, KuiperError
 from kuiper.ir import Observer, operator_failure
+from kuiper.memory import DEFAULT_STRATEGY, check_strategy
+from kuiper.memory.graph_pass import graph_lifetimes
+from kuiper.memory.host import HostArena
 from kuiper.plugins import reraise
 
 # glibc's mallopt parameters (malloc.h)
@@ -49,14 +52,20 @@ def keep_freed_memory() -> bool:
 
 
 class CPUExecutor:
-    """Runs a built RuntimeGraph (`graph`) with the NumPy layers.
+    """Runs a built RuntimeGraph (`graph`) with the NumPy layers, as its `plan` says.
 
-    `fuse=False` runs every ReLU as its own step instead of in its producer (see find_fusions).
+    `fuse=False` runs every activation and residual add as its own step instead of in its
+    producer: the plan without the fuse_epilogues pass.
     `threads=N` limits NumPy's BLAS (the matrix products of convolutions and linear layers) to
     N threads while this graph runs (see blas_threads); None leaves BLAS as it is.
+    `memory`: the plan of the workspace that layers with `writes_into` compute into
+    (kuiper/memory/host.py): "greedy_by_size" (default) or "greedy_in_order" reuse one arena
+    every forward, "naive" allocates every result per forward.
     """
 
-    def __init__(self, graph, fuse: bool = True, threads: int | None = None):
+    def __init__(self, graph, fuse: bool = True, threads: int | None = None,
+                 memory: str = DEFAULT_STRATEGY):
+        self.memory = check_strategy(memory)
         keep_freed_memory()
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
@@ -71,59 +80,74 @@ class CPUExecutor:
 
     def rebuild(self) -> None:
         """Plan again for the graph's current shapes (the graph calls this after a resize)."""
-        graph, fuse = self.graph, self.fuse
-        self.steps = [op for op in graph.order if op.layer is not None]
-        # Readers of data-dependent sizes infer again per run (kuiper/dynamic_shapes.py)
-        self.dynamic = dynamic_readers(self.steps, graph.specs)
-        keep = {o.name for o in graph.output_operands}
-        self.fusions = find_fusions(self.steps, keep, graph.specs) if fuse else {}
-        self.fused_away = {act.name for _, act in self.fusions.values()}
-        # How many times each operand will still be read; at zero its array can be dropped,
-        # which keeps peak memory near the widest point of the graph rather than its sum.
-        self.uses = {}
-        for op in self.steps:
-            for operand in op.inputs:
-                self.uses[operand.name] = self.uses.get(operand.name, 0) + 1
-        for name in keep:
-            self.uses[name] = self.uses.get(name, 0) + 1
+        graph = self.graph
+        names = graph.passes if self.fuse else tuple(n for n in graph.passes
+                                                      if n != "fuse_epilogues")
+        self.plan = graph.plan_for(names)
+        self.schedule = Schedule(graph, self.plan)
+        self._unoptimized: Schedule | None = None  # for observers and raw values, lazily
+        # the memory plan: tensors for `kuiper info --memory`, the arena for writes_into layers
+        self.lifetimes = graph_lifetimes(graph, self.plan)
+        self.arena = HostArena(graph, self.plan, self.memory if "plan_memory" in graph.passes
+                               else "naive")
+
+    @property
+    def steps(self) -> list:
+        """The operators that run, in order."""
+        return [step.op for step in self.schedule.steps]
+
+    @property
+    def uses(self) -> dict[str, int]:
+        """How many times each operand is read per run (graph outputs count once more)."""
+        return self.schedule.uses
 
     def run(self, inputs: list[np.ndarray], observer: Observer | None = None,
             outputs: Sequence[str] | None = None) -> list:
         """Run once; returns the values of the graph outputs, or of the operands named in
-        `outputs` (any operand: ncnn's extract). With an `observer`, every operator runs on its
-        own (no fusion), so each one's output is exactly what the model defines: what
-        `kuiper compare` checks."""
+        `outputs` (any operand: ncnn's extract). With an `observer`, or when `outputs` names a
+        value the plan does not keep (a fused producer's raw output, a dead operator's), the
+        graph runs its unoptimized plan: every operator on its own, so each one's output is
+        exactly what the model defines (what `kuiper compare` checks)."""
+        schedule = self.schedule
+        if observer is not None or (outputs is not None and not self.plan.serves(outputs)):
+            if self._unoptimized is None:
+                self._unoptimized = Schedule(self.graph, self.graph.unoptimized_plan)
+            schedule = self._unoptimized
         if self._blas is None:
-            return self._run(inputs, observer, outputs)
+            return self._run(schedule, inputs, observer, outputs)
         with self._blas.limit(limits=self.threads):  # restored when the run ends
-            return self._run(inputs, observer, outputs)
+            return self._run(schedule, inputs, observer, outputs)
 
-    def _run(self, inputs, observer, outputs) -> list:
-        graph = self.graph
-        values: dict[str, object] = {}
+    def _run(self, schedule: Schedule, inputs, observer, outputs) -> list:
+        graph, resolve = self.graph, schedule.plan.resolve
+        # The arena serves the plain run: an observer or an extract keeps values the plan
+        # lets later steps overwrite.
+        arena = self.arena if (schedule is self.schedule and observer is None
+                               and outputs is None) else None
+        values: dict[str, object] = dict(schedule.constants)
         for op, x in zip(graph.input_ops, inputs):
             values[op.outputs[0].name] = x
-        remaining = dict(self.uses)
-        fusions = self.fusions if observer is None else {}
+        remaining = dict(schedule.uses)
         if outputs is None:
             outputs = [o.name for o in graph.output_operands]
-        else:  # asked-for values must survive: not freed after their last read, not fused into
+        else:  # asked-for values must survive: not freed after their last read
             for name in outputs:
-                remaining[name] = remaining.get(name, 0) + 1
-            fusions = unfused(fusions, set(outputs))
-        fused_away = {act.name for _, act in fusions.values()}
-        for op in self.steps:
-            args = [values[o.name] for o in op.inputs]
+                remaining[resolve(name)] = remaining.get(resolve(name), 0) + 1
+        for step in schedule.steps:
+            op = step.op
+            args = [values[name] for name in step.inputs]
             start = time.perf_counter()
             try:
-                if op.name in self.dynamic:
+                if step.dynamic:
                     reinfer(op.layer, args, [graph.specs[o.name] for o in op.inputs])
-                if op.name in fusions:
-                    outs = op.layer.forward(args, activate=fusions[op.name][0])
-                elif op.name in fused_away:
-                    outs = args  # done by its producer: the output is the producer's
+                out = arena.out_for(op.name) if arena is not None else None
+                into = {} if out is None else {"out": out}  # writes_into: its arena view
+                if step.epilogue is None:
+                    outs = op.layer.forward(args, **into)
                 else:
-                    outs = op.layer.forward(args)
+                    residual = values[step.residual] if step.residual is not None else None
+                    outs = op.layer.forward(args, epilogue=step.epilogue, residual=residual,
+                                            **into)
             except Exception as e:  # a plugin's layer: the error names the plugin
                 try:
                     reraise(op, op.layer, "forward", e)
@@ -133,15 +157,53 @@ class CPUExecutor:
                 observer(op, list(outs), time.perf_counter() - start)
             for operand, value in zip(op.outputs, outs):
                 values[operand.name] = value
-            for operand in op.inputs:
-                remaining[operand.name] -= 1
-                if remaining[operand.name] == 0:
-                    values.pop(operand.name, None)
-        return [values[name] for name in outputs]
+            for name in step.reads:
+                remaining[name] -= 1
+                if remaining[name] == 0:
+                    values.pop(name, None)
+        if arena is None:
+            return [values[resolve(name)] for name in outputs]
+        return [arena.detached(values[resolve(name)]) for name in outputs]  # never the arena
 
     def close(self) -> None:
         """Drop the plan (its operators hold the layers, whose weights map the .pnnx.bin)."""
-        self.steps, self.fusions, self.fused_away, self.uses = [], {}, set(), {}
+        self.schedule = self._unoptimized = None
+        self.plan = None
+
+
+class Step:
+    """One operator run by the CPU executor: what it reads, and its fused epilogue."""
+
+    def __init__(self, op, plan, dynamic: bool):
+        self.op, self.dynamic = op, dynamic
+        self.inputs = [plan.resolve(o.name) for o in op.inputs]
+        self.epilogue = plan.epilogues.get(op.name)
+        self.residual = None
+        if self.epilogue is not None and self.epilogue.residual is not None:
+            self.residual = plan.resolve(self.epilogue.residual)
+        self.reads = plan.step_inputs(op)  # inputs and residual: freed after the last read
+
+
+class Schedule:
+    """A plan made runnable: the steps, the folded constants, and how many times each value
+    will still be read (at zero its array is dropped, which keeps peak memory near the widest
+    point of the graph rather than its sum)."""
+
+    def __init__(self, graph, plan):
+        self.plan = plan
+        specs = graph.specs
+        order = [op for op in graph.order if op.layer is not None]
+        dynamic = dynamic_readers(order, specs)  # infer again per run (kuiper/dynamic_shapes.py)
+        self.steps = [Step(op, plan, op.name in dynamic) for op in plan.steps]
+        self.constants = {o.name: specs[o.name].value for op in order if op.name in plan.folded
+                          for o in op.outputs}
+        self.uses: dict[str, int] = {}
+        for step in self.steps:
+            for name in step.reads:
+                self.uses[name] = self.uses.get(name, 0) + 1
+        for operand in graph.output_operands:
+            name = plan.resolve(operand.name)
+            self.uses[name] = self.uses.get(name, 0) + 1
 
 
 def blas_libraries():
@@ -156,35 +218,3 @@ def blas_libraries():
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController().select(user_api="blas")
-
-
-def unfused(fusions: dict[str, tuple], wanted: set[str]) -> dict[str, tuple]:
-    """`fusions` without the pairs whose producer output is in `wanted`: that raw value is
-    asked for, and a fused producer writes the activated one in its place."""
-    return {name: pair for name, pair in fusions.items()
-            if pair[1].inputs[0].name not in wanted}
-
-
-def find_fusions(steps, keep: set[str], specs) -> dict[str, tuple]:
-    """{producer name: (activate, activation operator)} for every fusable pair.
-
-    A pair fuses when the activation has an in-place form, its producer accepts one, and the
-    producer's output is a float tensor read by nothing else (not even as a model output):
-    otherwise someone would see the activated values where they expect the raw ones.
-    """
-    fusions = {}
-    for op in steps:
-        activate = op.layer.in_place_form()
-        if activate is None or len(op.inputs) != 1:
-            continue
-        source = op.inputs[0]
-        producer = source.producer
-        if (producer is None or producer.layer is None or len(producer.outputs) != 1
-                or not producer.layer.accepts_activation or producer.name in fusions
-                or source.name in keep or len(source.consumers) != 1):
-            continue
-        spec = specs.get(source.name)
-        if spec is None or not np.issubdtype(spec.dtype, np.floating) or len(spec.shape) == 0:
-            continue
-        fusions[producer.name] = (activate, op)
-    return fusions

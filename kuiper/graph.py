@@ -8,8 +8,10 @@ States, as in KuiperInfer:
 init():  read .param/.bin, make one RuntimeOperand per operand and one RuntimeOperator per
          operator, link producers and consumers *by operand*, check for dangling operands.
 build(): order the operators (topological sort), create one layer per operator from the
-         registry, infer every operand's shape for the given input shapes, then hand the
-         ordered, shape-checked graph to the backend's executor (NumPy or OpenCL).
+         registry, infer every operand's shape for the given input shapes, run the graph
+         passes (kuiper/passes/: folding, dead and no-op elimination, epilogue fusion, memory
+         planning) into one `plan`, then hand the ordered, shape-checked graph and its plan to
+         the backend's executor (NumPy or OpenCL), which carries the plan out.
 
 The graph is backend-neutral: it names its backend, and the registry says which layer class
 serves each operator there (including the OpenCL -> CPU fallback) and which executor runs it.
@@ -33,6 +35,7 @@ import numpy as np
 
 from kuiper import limits as kuiper_limits
 from kuiper import named_io, registry, topo
+from kuiper import passes as kuiper_passes
 from kuiper import plugins as kuiper_plugins
 from kuiper.errors import (
     MALFORMED,
@@ -104,6 +107,7 @@ class RuntimeGraph:
     kept module's tensors, not its plain Python attributes); the file's own values win.
     `backend_options` are the executor's keyword arguments, checked by name. `limits` caps
     the memory a model may ask for (kuiper/limits.py; default: from the environment).
+    `passes`: the graph passes to run (kuiper/passes/; None: all of them).
 
     Threads: one graph may be called from several threads. Calls are serialised by a lock (a
     call with a new input size rebuilds the graph, which the other calls must not see half
@@ -114,7 +118,8 @@ class RuntimeGraph:
     def __init__(self, param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None,
                  backend: str = "cpu", plugins: Sequence[str | os.PathLike] = (),
                  params: Mapping[str, Mapping[str, Any]] | None = None,
-                 limits: kuiper_limits.Limits | None = None, **backend_options: Any):
+                 limits: kuiper_limits.Limits | None = None,
+                 passes: Sequence[str] | None = None, **backend_options: Any):
         self.param_path = str(param_path)
         self.bin_path = str(bin_path) if bin_path else bin_beside(self.param_path)
         if backend not in registry.BACKENDS:
@@ -124,6 +129,11 @@ class RuntimeGraph:
         self.backend_options = _checked_options(backend, backend_options)
         self.params = _checked_params(params)
         self.limits = limits or kuiper_limits.Limits.from_environment()
+        self.passes = kuiper_passes.checked_names(passes)  # unknown names: a KuiperError
+        if self.backend_options.get("fuse") is False:  # the CPU option from before the passes
+            self.passes = tuple(n for n in self.passes if n != "fuse_epilogues")
+        self.plan: kuiper_passes.Plan | None = None  # what the passes decided, made by build()
+        self._plans: dict[tuple[str, ...], kuiper_passes.Plan] = {}  # other pass sets, lazily
         self._lock = threading.RLock()  # forward/build from several threads: one at a time
         self._built_shapes: list[tuple[int, ...]] | None = None  # input shapes of the last build
         kuiper_plugins.load_all(plugins)
@@ -258,6 +268,8 @@ class RuntimeGraph:
             specs = self._input_specs(input_shapes)
             with kuiper_limits.using(self.limits):
                 self._infer(specs)
+            self._plans = {}
+            self.plan = self.plan_for(self.passes)
             if self.executor is None:
                 self.executor = registry.executor_class(self.backend)(self,
                                                                       **self.backend_options)
@@ -266,6 +278,19 @@ class RuntimeGraph:
             self._built_shapes = [s.shape for s in specs]
             self.state = GraphState.COMPLETE
             return self
+
+    def plan_for(self, names: Sequence[str]) -> kuiper_passes.Plan:
+        """The plan of the passes `names` for the current shapes (made once per build)."""
+        key = kuiper_passes.checked_names(names)
+        if key not in self._plans:
+            self._plans[key] = kuiper_passes.run(self, key)
+        return self._plans[key]
+
+    @property
+    def unoptimized_plan(self) -> kuiper_passes.Plan:
+        """Constant folding only: every other operator runs on its own, with its own output
+        (what an observer must see, and what `outputs=` of a fused value needs)."""
+        return self.plan_for(("fold_constants",) if "fold_constants" in self.passes else ())
 
     def _create_layers(self) -> None:
         found, missing = [], []
@@ -337,9 +362,14 @@ class RuntimeGraph:
                                          f"operator '{op.name}' ({op.type}), output "
                                          f"'{operand.name}'")
                 specs[operand.name] = spec
-        # The CPU executor frees each value after its last use; the OpenCL one keeps them all.
+        # The CPU executor frees each value after its last use, and an OpenCL memory plan
+        # (kuiper/memory/) reuses bytes the same way; OpenCL with memory="naive" (or an
+        # out-of-order queue) keeps them all.
+        opts = self.backend_options
+        reuses = self.backend == "cpu" or (opts.get("memory") != "naive"
+                                           and not opts.get("out_of_order"))
         planned = kuiper_limits.planned_bytes(self.order, specs, self.output_operands,
-                                              frees_after_last_use=self.backend == "cpu")
+                                              frees_after_last_use=reuses)
         self.limits.check_total(planned, self.param_path)
         self.specs = specs
 

@@ -8,9 +8,10 @@ deep inside (or the kernel's OOM killer end the process).
 
 Two limits, both in bytes:
 - `max_tensor_bytes`: one tensor (default 4 GiB; `KUIPER_MAX_TENSOR_BYTES`);
-- `max_total_bytes`: all activations the graph plans for one inference, summed over every operand
-  (default: three quarters of the machine's memory; `KUIPER_MAX_TOTAL_BYTES`). The sum is what
-  the OpenCL backend allocates; the CPU backend frees values after their last use and needs less.
+- `max_total_bytes`: all activations the graph plans for one inference (default: three quarters
+  of the machine's memory; `KUIPER_MAX_TOTAL_BYTES`): the most bytes alive at once when values
+  are freed after their last use (the CPU backend) or share memory by a plan (OpenCL,
+  kuiper/memory/), the sum over every operand when each keeps its own (OpenCL, memory="naive").
 
 Change them for one process with the environment variables, or for one graph with
 `kuiper.load(..., limits=Limits(max_tensor_bytes=...))`.

@@ -77,8 +77,12 @@ def registered_classes() -> set[type]:
 
 
 def is_kuipers(cls: type) -> bool:
-    """Whether `cls` is one of Kuiper's own classes (not a plugin's, a script's or a test's)."""
-    return cls.__module__.startswith("kuiper.")
+    """Whether `cls` is one of Kuiper's own classes (not a plugin's, a script's or a test's).
+
+    The example plugins in kuiper/examples/ ship with Kuiper but are written as a user's
+    plugin is, and count as one (their origin is the plugin that loaded them)."""
+    return cls.__module__.startswith("kuiper.") and not cls.__module__.startswith(
+        "kuiper.examples.")
 
 
 def origin(cls: type) -> str:

@@ -26,31 +26,46 @@ from kuiper.tensor_spec import TensorSpec
 Activate = Callable[[np.ndarray, np.ndarray], object]
 
 
-def activate_output(y: Any, inputs: Sequence[Any], activate: Activate | None) -> Any:
-    """Apply a fused activation to a layer's result, in place when that is safe.
+def finish_output(y: Any, inputs: Sequence[Any], epilogue: Any = None, residual: Any = None,
+                  out: np.ndarray | None = None) -> Any:
+    """A producer's result, with its fused epilogue applied and in `out` when one is given.
 
-    In place needs an array of the layer's own: one that shares no memory with an input (an
-    expression like `@0` returns its input itself, and the input may still be needed).
+    The epilogue (layers/common/epilogue.py) works in place, which needs an array of the
+    layer's own: one that shares no memory with an input (an expression like `@0` returns its
+    input itself, and the input may still be needed), else it works on a copy. `out` is a
+    preallocated output (the CPU workspace, for layers whose class sets `writes_into`); a layer
+    that could not compute straight into it lands there with one copy.
     """
-    if activate is None:
-        return y
-    y = np.asarray(y)
-    owned = y.ndim > 0 and y.flags.writeable and not any(
-        isinstance(x, np.ndarray) and np.may_share_memory(y, x) for x in inputs)
-    out = y if owned else np.empty_like(y)
-    activate(y, out)
-    return out
+    if out is not None:
+        if not np.may_share_memory(y, out):  # else the layer computed straight into it
+            np.copyto(out, np.asarray(y).reshape(out.shape))
+        y = out
+    elif epilogue:
+        y = np.asarray(y)
+        owned = y.ndim > 0 and y.flags.writeable and not any(
+            isinstance(x, np.ndarray) and np.may_share_memory(y, x) for x in inputs)
+        if not owned:
+            y = y.copy()
+    if epilogue:
+        epilogue.apply(y, residual)
+    return y
 
 
 class Layer:
     op_types: ClassVar[tuple[str, ...]] = ()
     backend: ClassVar[str] = "cpu"
-    # Activation fusion (the CPU executor, kuiper/cpu_executor.py): a ReLU right after a
-    # convolution need not be a separate pass over memory. A layer that sets
-    # `accepts_activation` takes `forward(inputs, activate=f)` and applies `f(x, out=y)` to its
-    # single output as it writes it; an elementwise layer whose `in_place_form()` returns such
-    # an `f` can be fused into its producer that way.
-    accepts_activation: ClassVar[bool] = False
+    # Epilogue fusion (kuiper/passes/fuse_epilogues.py): an activation or a residual add right
+    # after a convolution need not be a separate pass over memory. A layer that sets
+    # `accepts_epilogue` has one output and takes `forward(inputs, epilogue=e, residual=r)`,
+    # applying the Epilogue `e` (layers/common/epilogue.py) to its output as it writes it
+    # (`finish_output` does it for most). An activation that may be fused that way sets
+    # `fusable_activation`: its `in_place_form()` or `forward` computes it on the CPU, its
+    # OpenCL twin's `expr` on the device.
+    accepts_epilogue: ClassVar[bool] = False
+    fusable_activation: ClassVar[bool] = False
+    # A layer that sets `writes_into` takes `forward(inputs, out=array)`: a preallocated output
+    # of the right shape and dtype (the CPU workspace of the memory planner), written in place.
+    writes_into: ClassVar[bool] = False
 
     def __init__(self, op: RuntimeOperator):
         self.op = op

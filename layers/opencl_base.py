@@ -77,11 +77,18 @@ class OpenCLLayer(Layer):
     # True when the layer's own kernels carry `epilogue` out in their store; otherwise the
     # executor runs it as a separate kernel after the layer's launches.
     epilogue_in_kernel: ClassVar[bool] = False
+    # Set by the executor before allocate_outputs / bind (kuiper/memory/device.py): the arrays
+    # the memory planner gave this layer's outputs, and where its workspaces come from.
+    planned_outputs: list[Any] | None = None
+    workspaces: Any = None
 
     def attach(self, runtime) -> None:
         self.runtime = runtime
         self.launches = []
         self.host_fallback = None  # set by fall_back_to_host, for this input shape only
+        # a new bind: the arrays the previous one kept alive (keep_alive) can go, else every
+        # rebind (a new input size, a grown workspace) would hold on to the old buffers
+        self.bound_arrays = []
 
     def fall_back_to_host(self, inputs: Sequence[Any], outputs: Sequence[Any],
                           in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec],
@@ -157,14 +164,21 @@ class OpenCLLayer(Layer):
         """A scratch device array for this layer's own intermediate results (im2col's column
         matrix, Winograd's transformed tiles, split-K's partial sums): valid only while the
         layer's launches run, so the memory planner may hand the same memory to other layers.
-        Call from bind()."""
+        Call from bind(). The executor sets `workspaces` (kuiper/memory/device.py), which
+        carves it out of one scratch buffer shared by every layer."""
+        if self.workspaces is not None:
+            return self.workspaces.take(tuple(shape), dtype)
         return self.runtime.empty(tuple(shape), dtype)
 
     # --- the three build/run steps --------------------------------------------------------------
     def allocate_outputs(self, inputs: Sequence[Any], in_specs: Sequence[TensorSpec],
                          out_specs: Sequence[TensorSpec]) -> list[Any]:
-        """Fresh device arrays; view-like layers (reshape, flatten) return a view of an input."""
-        return [self.runtime.empty(s.shape, s.dtype) for s in out_specs]
+        """Fresh device arrays; view-like layers (reshape, flatten) return a view of an input.
+        The arrays are those the memory planner placed (`planned_outputs`, set by the
+        executor) where it placed one, else new ones."""
+        planned = self.planned_outputs or [None] * len(out_specs)
+        return [p if p is not None else self.runtime.empty(s.shape, s.dtype)
+                for p, s in zip(planned, out_specs)]
 
     def bind(self, inputs: Sequence[Any], outputs: Sequence[Any], in_specs: Sequence[TensorSpec],
              out_specs: Sequence[TensorSpec]) -> None:

@@ -4,6 +4,11 @@ At build time (once per input shape):
 - every operand gets a device array (a view for reshape-like layers),
 - constants known from shapes alone (pnnx.Attribute, `size(...)` arithmetic) are folded: their
   operators never run, numeric ones are uploaded once,
+- the graph's plan (kuiper/passes/) is carried out: dead operators and no-ops get no step (a
+  no-op's output is its input's array), and a producer with a fused epilogue gets it as
+  `layer.epilogue` / `layer.residual` before bind, its absorbed operators no step (their output
+  is the producer's array); a producer whose kernels do not apply it runs one more kernel
+  (layers/opencl_helpers/epilogue.py),
 - every layer creates its kernels and binds their arguments.
 
 Per inference: one upload per graph input, one enqueue batch per operator, each waiting on the
@@ -15,8 +20,10 @@ registry's fallback rule, carried out by a HostFallback); `fallbacks` names ever
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,10 +33,21 @@ from kuiper.dynamic_shapes import dynamic_readers
 from kuiper.errors import KuiperError
 from kuiper.ir import Observer, RuntimeOperator, operator_failure
 from kuiper.layers.opencl_base import HostFallback, OpenCLLayer
+from kuiper.layers.opencl_helpers.epilogue import with_epilogue
 from kuiper.log import warn
+from kuiper.memory import DEFAULT_STRATEGY, check_strategy, operand_lifetimes, plan
+from kuiper.memory.device import (
+    FRESH,
+    VIEW,
+    DeviceMemory,
+    Workspaces,
+    in_place_outputs,
+    output_kinds,
+)
 from kuiper.opencl.dynamic import DynamicHostStep, has_device_dynamic_outputs
 from kuiper.opencl.element_types import misread, oversized
 from kuiper.opencl.runtime import OpenCLRuntime
+from kuiper.opencl.unfused import unoptimized_view
 from kuiper.plugins import call, reraise
 from kuiper.tensor_spec import TensorSpec
 
@@ -40,15 +58,28 @@ def _is_numeric(spec: TensorSpec) -> bool:
     return spec.dtype != np.dtype(object)
 
 
+def _step_reads(graph):
+    """What a step reads, for the memory planner: with the graph's pass plan, its resolved
+    inputs and a fused epilogue's residual (`plan.step_inputs`), else its inputs."""
+    plan = getattr(graph, "plan", None)
+    return plan.step_inputs if plan is not None else None
+
+
 class OpenCLExecutor:
     """Runs a built RuntimeGraph (`graph`) on one OpenCL device.
 
     Options: `device` ("P:D" or part of a name, as PYOPENCL_CTX), `out_of_order` (an
     out-of-order queue), `profiling` (events carry device timestamps), or a `runtime` to share.
+    `memory`: how operands share device memory (kuiper/memory/: "greedy_by_size", one arena,
+    the default; "greedy_in_order", pooled buffers; "naive", a buffer each). An out-of-order
+    queue may run independent operators at once, and data-dependent sizes are read on the
+    host later: both keep "naive", whatever is asked (`memory_strategy` says which ran).
     """
 
     def __init__(self, graph, device: str | None = None, out_of_order: bool = False,
-                 profiling: bool = False, runtime: OpenCLRuntime | None = None):
+                 profiling: bool = False, runtime: OpenCLRuntime | None = None,
+                 memory: str = DEFAULT_STRATEGY):
+        self.memory = check_strategy(memory)
         # One runtime per device and queue kind per process: programs are built once for every
         # graph; a rebuild for a new input size keeps it too.
         self.runtime = runtime or OpenCLRuntime.shared(device, out_of_order, profiling)
@@ -66,11 +97,18 @@ class OpenCLExecutor:
 
     def rebuild(self) -> None:
         """Allocate and bind again for the graph's current shapes (after a resize)."""
+        self._unoptimized: OpenCLExecutor | None = None  # made by the first observed run
         self.arrays: dict[str, Any] = {}   # operand name -> device array (None: host-only value)
         self.folded: set[str] = set()      # operators whose outputs are all known constants
         self.steps: list[tuple[RuntimeOperator, Any]] = []
         self.last_events: dict[str, list] = {}
         self.dynamic_values: dict[str, Any] = {}  # this run's data-dependent operands (host)
+        self.lifetimes: list = []                 # what the memory planner placed
+        self.memory_plan = None                   # its plan (None: naive, a buffer each)
+        self.memory_strategy = "naive"
+        self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
+        self._device_memory = None  # the old blocks go before the new ones are allocated
+        self.workspaces = Workspaces(self.runtime, self.runtime.base_alignment)
         self._bind_all()
         # Operators without an OpenCL layer, run on the host between a download and an upload,
         # and those whose layer fell back to the host for these shapes (fall_back_to_host)
@@ -97,38 +135,148 @@ class OpenCLExecutor:
         graph, rt = self.graph, self.runtime
         specs = graph.specs
         readers = dynamic_readers(graph.order, specs)  # kuiper/opencl/dynamic.py
-        for op in graph.input_ops:
-            spec = specs[op.outputs[0].name]
-            self.arrays[op.outputs[0].name] = rt.empty(spec.shape, spec.dtype)
+        todo = []  # (operator, DynamicHostStep or None), in order; folded ones are done here
+        plan = graph.plan  # what the passes decided (kuiper/passes/)
         for op in graph.order:
             layer = op.layer
             if layer is None:
                 continue
             out_specs = [specs[o.name] for o in op.outputs]
-            if all(s.known for s in out_specs):
+            if op.name in plan.folded:
                 self.folded.add(op.name)
                 for operand, spec in zip(op.outputs, out_specs):
                     self.arrays[operand.name] = (rt.to_device(np.asarray(spec.value, spec.dtype))
                                                  if _is_numeric(spec) else None)
                 continue
+            if not plan.runs(op):  # dead, a no-op, or fused into its producer: no step
+                continue
+            if isinstance(layer, OpenCLLayer):  # what bind must fold into its store, if any
+                layer.epilogue, layer.residual = plan.epilogues.get(op.name), None
             if op.name in readers or (any(s.dynamic for s in out_specs)
                                       and not has_device_dynamic_outputs(layer)):
-                self.steps.append((op, DynamicHostStep(op, layer, self)))
+                todo.append((op, DynamicHostStep(op, layer, self)))
                 continue
+            todo.append((op, None))
+        memory = self._plan_memory(todo)
+        self._device_memory = memory
+
+        def new_array(name, spec):  # where the plan placed the operand, else a buffer of its own
+            if memory is not None and name in memory.plan.offsets:
+                return memory.array(name, spec.shape, spec.dtype)
+            return rt.empty(spec.shape, spec.dtype)
+
+        for op in graph.input_ops:
+            name = op.outputs[0].name
+            self.arrays[name] = new_array(name, specs[name])
+        bound = {}  # step -> what bind got, for binding again to a grown workspace
+        for step, (op, dynamic_step) in enumerate(todo):
+            if dynamic_step is not None:
+                self.steps.append((op, dynamic_step))
+                continue
+            layer = op.layer
+            out_specs = [specs[o.name] for o in op.outputs]
             in_specs = [specs[o.name] for o in op.inputs]
-            inputs = [self.arrays[o.name] for o in op.inputs]
+            inputs = [self.arrays[plan.resolve(o.name)] for o in op.inputs]
+            epilogue = plan.epilogues.get(op.name)
+            residual = (self.arrays[epilogue.residual] if epilogue and epilogue.residual
+                        else None)
             if isinstance(layer, OpenCLLayer):
+                layer.residual = residual
+                layer.planned_outputs = [
+                    self.arrays[self.in_place[o.name]] if o.name in self.in_place
+                    else new_array(o.name, s) if memory is not None
+                    and o.name in memory.plan.offsets
+                    else None for o, s in zip(op.outputs, out_specs)]
+                layer.workspaces = self.workspaces
+                self.workspaces.begin(step)
                 outputs = self._bind_layer(op, layer, inputs, in_specs, out_specs)
+                layer.planned_outputs = None
+                bound[step] = (op, layer, inputs, in_specs, out_specs, outputs)
+                if step in self.workspaces.probing:  # bound again into the shared scratch
+                    self.workspaces.release(layer)
                 runner = layer
             else:
-                outputs = [rt.empty(s.shape, s.dtype) for s in out_specs]
+                outputs = [new_array(o.name, s) for o, s in zip(op.outputs, out_specs)]
                 runner = HostFallback(layer, rt)
                 runner.bind(inputs, outputs, in_specs, out_specs)
             for operand, array in zip(op.outputs, outputs):
                 self.arrays[operand.name] = array
+            # a producer whose kernels do not apply its fused epilogue: one more launch
+            runner = with_epilogue(runner, epilogue, outputs[0] if outputs else None, residual, rt)
             self.steps.append((op, runner))
+        self._bind_workspaces(bound)
+        for name in plan.aliases:  # a no-op's output is its input, a fused chain's its producer's
+            self.arrays[name] = self.arrays.get(plan.resolve(name))
+        # what each step waits for: its inputs (resolved) and its epilogue's residual
+        self.reads = {op.name: plan.step_inputs(op) for op, _ in self.steps}
 
-    def _bind_layer(self, op, layer, inputs, in_specs, out_specs) -> list:
+    def _bind_workspaces(self, bound: dict) -> None:
+        """The layers that asked for workspaces got buffers of their own on their first bind,
+        released since: now that every size is known, one shared scratch, and bind them again
+        into it (kuiper/memory/device.py)."""
+        probing = sorted(self.workspaces.probing)
+        self.workspaces.allocate()
+        for step in probing:
+            self.workspaces.begin(step)
+            self._bind_layer(*bound[step])
+
+    def _plan_memory(self, todo) -> DeviceMemory | None:
+        """Lifetimes of the operands and the plan of `self.memory` for them (kuiper/memory/);
+        None when every operand gets a buffer of its own (naive).
+
+        Which outputs are views is asked of the layers first (output_kinds), so a view takes
+        no bytes and keeps its base alive. Lifetimes are kept for `kuiper info --memory` even
+        when the plan is naive."""
+        graph, rt = self.graph, self.runtime
+        specs = graph.specs
+        self.memory_strategy = "naive"
+        # several operators at once on an out-of-order queue: no shared scratch either
+        self.workspaces.naive = self.memory == "naive" or rt.out_of_order
+        if any(dynamic is not None for _, dynamic in todo):
+            return None  # host steps read device operands later than the order says
+        # a no-op's or a fused operator's output is another operand: a view that owns no bytes
+        views, unplanned = {name: graph.plan.resolve(name) for name in graph.plan.aliases}, set()
+        for op, _ in todo:
+            layer = op.layer
+            if not isinstance(layer, OpenCLLayer) or (type(layer).allocate_outputs
+                                                      is OpenCLLayer.allocate_outputs):
+                continue  # fresh outputs
+            layer.attach(rt)
+            try:
+                kinds = output_kinds(layer, rt.queue, [specs[o.name] for o in op.inputs],
+                                     [specs[o.name] for o in op.outputs])
+            except Exception:  # noqa: BLE001 - the real bind will say what is wrong
+                return None
+            for operand, (kind, index) in zip(op.outputs, kinds):
+                if kind == VIEW:
+                    views[operand.name] = op.inputs[index].name
+                elif kind != FRESH:
+                    unplanned.add(operand.name)
+        self.lifetimes = [t for t in operand_lifetimes(
+            [op for op, _ in todo], specs, [op.outputs[0].name for op in graph.input_ops],
+            [o.name for o in graph.output_operands], views, _step_reads(graph))
+            if t.name not in unplanned]
+        if self.workspaces.naive or "plan_memory" not in getattr(graph, "passes",
+                                                                 ("plan_memory",)):
+            return None  # --no-pass plan_memory: a buffer per operand, as before the planner
+        self.memory_strategy = self.memory
+        # an elementwise step whose input nobody reads afterwards writes over that input
+        steps = [op for op, _ in todo]
+        ports = {op.outputs[0].name for op in graph.input_ops}
+        ports |= {graph.plan.resolve(o.name) for o in graph.output_operands}
+        self.in_place = in_place_outputs(
+            steps, self.lifetimes, views, ports,
+            lambda layer: type(layer).allocate_outputs is OpenCLLayer.allocate_outputs)
+        if self.in_place:
+            views.update(self.in_place)
+            self.lifetimes = [t for t in operand_lifetimes(
+                steps, specs, [op.outputs[0].name for op in graph.input_ops],
+                [o.name for o in graph.output_operands], views, _step_reads(graph))
+                if t.name not in unplanned]
+        self.memory_plan = plan(self.lifetimes, self.memory, rt.base_alignment)
+        return DeviceMemory(rt, self.memory_plan)
+
+    def _bind_layer(self, op, layer, inputs, in_specs, out_specs, outputs=None) -> list:
         """allocate_outputs + bind, guarded (kuiper/opencl/element_types.py).
 
         A tensor too large for the kernels' 32-bit indices is refused (an OperatorError). When
@@ -145,8 +293,9 @@ class OpenCLExecutor:
         if too_large is not None:  # refused before anything of that size is allocated
             raise op.error(f"{too_large}: run the model on the cpu backend")
         try:
-            outputs = call(op, layer, "allocate_outputs", layer.allocate_outputs, inputs,
-                           in_specs, out_specs)
+            if outputs is None:  # None: the first bind; a second one keeps the outputs
+                outputs = call(op, layer, "allocate_outputs", layer.allocate_outputs, inputs,
+                               in_specs, out_specs)
             call(op, layer, "bind", layer.bind, inputs, outputs, in_specs, out_specs)
             arrays = list(inputs) + list(outputs)
             why = misread(layer, [(what, array, spec.dtype) for (what, spec), array
@@ -162,19 +311,32 @@ class OpenCLExecutor:
     def run(self, inputs: list[np.ndarray], observer: Observer | None = None,
             outputs: Sequence[str] | None = None) -> list:
         """Run once; returns the graph outputs, or the operands named in `outputs` (any
-        operand: every one has its own device array, or is a view or a folded constant)."""
+        operand: every one has its own device array, or is a view or a folded constant).
+
+        With an observer, or when `outputs` names a value the plan does not keep (a fused
+        producer's raw output), the run uses a second binding without the optimizing passes
+        (kuiper/opencl/unfused.py), made on the first such run."""
         cl, queue, graph = self.runtime.cl, self.runtime.queue, self.graph
+        plan = graph.plan
+        if plan.skips_anything and (observer is not None
+                                    or (outputs is not None and not plan.serves(outputs))):
+            return self._unoptimized_executor().run(inputs, observer, outputs)
+        if outputs is not None:  # a no-op's or a fused chain's output is another operand
+            outputs = [plan.resolve(name) for name in outputs]
         events: dict[str, list] = {}
         self.dynamic_values = {}
+        early = self._early_downloads(outputs)
         for op, x in zip(graph.input_ops, inputs):
             name = op.outputs[0].name
             if x.size:  # an empty tensor has no buffer to copy into
                 events[name] = [cl.enqueue_copy(queue, self.arrays[name].data, x,
                                                 is_blocking=False)]
+            if name in early:
+                early[name] = self._download(name, events.get(name, []))
         for op, runner in self.steps:
             wait_for = []
-            for operand in op.inputs:
-                for event in events.get(operand.name, ()):
+            for name in self.reads[op.name]:
+                for event in events.get(name, ()):
                     if event not in wait_for:
                         wait_for.append(event)
             start = time.perf_counter()
@@ -191,6 +353,8 @@ class OpenCLExecutor:
                     raise operator_failure(op, "running on OpenCL", e, graph.specs) from e
             for operand in op.outputs:
                 events[operand.name] = done
+                if operand.name in early:  # before a later operator reuses its bytes
+                    early[operand.name] = self._download(operand.name, done)
             if has_device_dynamic_outputs(runner) and any(
                     graph.specs[o.name].dynamic for o in op.outputs):
                 # A data-dependent size: wait, and keep the used part of each output (host)
@@ -204,16 +368,46 @@ class OpenCLExecutor:
                 observer(op, outs, seconds)
         self.last_events = events
         if outputs is None:
-            outputs = [o.name for o in graph.output_operands]
-        results = [self._download(name, events.get(name, [])) for name in outputs]
+            outputs = [plan.resolve(o.name) for o in graph.output_operands]
+        results = [early[name] if early.get(name) is not None
+                   else self._download(name, events.get(name, [])) for name in outputs]
         queue.finish()  # the one host wait of the inference
         return results
+
+    def _early_downloads(self, outputs) -> dict:
+        """Operands asked for by name that are not graph outputs: with a memory plan, a later
+        operator may reuse their bytes, so each is downloaded as soon as it is written (its
+        slot is filled then). Graph outputs live to the end and are downloaded last."""
+        if outputs is None or self._device_memory is None:
+            return {}
+        last = {self.graph.plan.resolve(o.name) for o in self.graph.output_operands}
+        return {name: None for name in outputs if name not in last}
+
+    def launch_count(self) -> int:
+        """Kernel launches per inference (host steps count none): what the passes save."""
+        return sum(len(getattr(runner, "launches", ()) or ()) for _, runner in self.steps)
+
+    def _unoptimized_executor(self) -> OpenCLExecutor:
+        """The second binding, without the optimizing passes (kuiper/opencl/unfused.py)."""
+        if self._unoptimized is None:
+            options = {"runtime": self.runtime}
+            if "memory" in inspect.signature(type(self)).parameters:
+                options["memory"] = "naive"  # every operand keeps its value to the end
+            with warnings.catch_warnings():  # its host fallbacks were warned about already
+                warnings.simplefilter("ignore")
+                self._unoptimized = type(self)(unoptimized_view(self.graph), **options)
+        return self._unoptimized
 
     def close(self) -> None:
         """Drop every device array of this graph (their buffers are freed with them; the
         shared runtime and its built programs stay, for other graphs)."""
+        if getattr(self, "_unoptimized", None) is not None:
+            self._unoptimized.close()
+            self._unoptimized = None
         self.arrays, self.steps, self.folded = {}, [], set()
         self.last_events, self.dynamic_values = {}, {}
+        self._device_memory = None  # the arena or pooled blocks of the memory plan
+        self.workspaces = Workspaces(self.runtime, self.runtime.base_alignment)
 
     def operator_events(self) -> list[tuple[RuntimeOperator, list]]:
         """Each operator's OpenCL events of the last run, in execution order.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -207,6 +208,7 @@ class OpenCLRuntime:
         self.out_of_order, self.profiling = out_of_order, profiling
         # Built programs, of kernel files and of generated sources alike (see `_cached`).
         self._programs: dict[tuple[str, str, tuple[str, ...]], object] = {}
+        self.allocated_bytes = self.peak_bytes = 0  # device memory held, see `buffer`
 
     @property
     def name(self) -> str:
@@ -289,13 +291,64 @@ class OpenCLRuntime:
                                    f"{names or 'none'}): {e}") from None
 
     # --- arrays ---------------------------------------------------------------------------------
+    # Every buffer Kuiper allocates goes through `buffer`, which counts the bytes held on the
+    # device now (`allocated_bytes`) and the most held at once (`peak_bytes`): what `kuiper
+    # bench` reports, and how the memory planner's savings are measured rather than computed.
+    def buffer(self, nbytes: int):
+        """A fresh read-write device buffer of `nbytes`, counted until it is freed."""
+        buffer = _CountedBuffer(self.context, self.cl.mem_flags.READ_WRITE, max(int(nbytes), 1))
+        self._count(buffer.size)
+        weakref.finalize(buffer, self._count, -buffer.size)
+        return buffer
+
+    def _count(self, nbytes: int) -> None:
+        self.allocated_bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+
+    def reset_peak(self) -> int:
+        """Start a new peak from what is allocated now (returns that): `peak_bytes - returned`
+        is then what one graph's build and runs added on top."""
+        self.peak_bytes = self.allocated_bytes
+        return self.allocated_bytes
+
+    @property
+    def base_alignment(self) -> int:
+        """CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (the device reports bits): a sub-buffer's
+        origin must be a multiple of it."""
+        return max(int(self.device.mem_base_addr_align) // 8, 1)
+
     def empty(self, shape, dtype=np.float32):
         import pyopencl.array as cla
-        return cla.empty(self.queue, tuple(shape), np.dtype(dtype))
+        return cla.empty(self.queue, tuple(shape), np.dtype(dtype), allocator=self.buffer)
 
     def to_device(self, host: np.ndarray):
         import pyopencl.array as cla
-        return cla.to_device(self.queue, np.ascontiguousarray(host))
+        return cla.to_device(self.queue, np.ascontiguousarray(host), allocator=self.buffer)
+
+
+def _counted_buffer_class():
+    """cl.Buffer, subclassed so that a weakref.finalize can see it freed (pyopencl's own class
+    takes no weak references)."""
+    cl = _cl()
+
+    class CountedBuffer(cl.Buffer):
+        pass
+
+    return CountedBuffer
+
+
+class _LazyBuffer:
+    """Makes the subclass on first use: importing this module must not need pyopencl."""
+
+    cls = None
+
+    def __call__(self, *args):
+        if _LazyBuffer.cls is None:
+            _LazyBuffer.cls = _counted_buffer_class()
+        return _LazyBuffer.cls(*args)
+
+
+_CountedBuffer = _LazyBuffer()
 
 
 def _build_log(error, device) -> str:

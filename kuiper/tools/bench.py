@@ -51,10 +51,12 @@ import numpy as np
 from kuiper.errors import KuiperError, OpenCLUnavailableError
 from kuiper.tools.jsonout import add_json_option, emit
 from kuiper.tools.options import (
+    add_pass_option,
     add_plugin_option,
     check_model_path,
     comma_list,
     load_plugins,
+    passes_from,
     shape_list,
 )
 from kuiper.tools.trace import spans_of
@@ -78,6 +80,7 @@ class Column:
     profile: dict[str, float] = field(default_factory=dict)  # operator name -> seconds
     note: str = ""
     run: Callable[[], object] | None = field(default=None, repr=False)  # one inference
+    memory: str = ""  # peak memory, and how it was counted
     profiler: Callable[[], dict[str, float]] | None = field(default=None, repr=False)
     tracer: Callable[[], list] | None = field(default=None, repr=False)  # one run's spans
 
@@ -121,6 +124,9 @@ def add_parser(sub) -> None:
     p.add_argument("--input-shape", type=shape_list, metavar="SHAPE",
                    help="input size, e.g. 1x3x224x224 (default: the exported one)")
     p.add_argument("--device", help="OpenCL device (see `kuiper devices`)")
+    from kuiper.tools.cli import add_memory_plan_option  # cli imports this module lazily
+
+    add_memory_plan_option(p)
     p.add_argument("--top", type=int, default=15, help="operators listed in the profile "
                    "(default: %(default)s; 0 hides the profile)")
     add_json_option(p)
@@ -129,6 +135,7 @@ def add_parser(sub) -> None:
     p.add_argument("--plot", metavar="FILE.png", help="draw the per-operator times (needs "
                    "matplotlib: pip install matplotlib)")
     add_plugin_option(p)
+    add_pass_option(p)
     p.set_defaults(func=run_command)
 
 
@@ -152,7 +159,8 @@ def run_command(args: argparse.Namespace) -> int:
     return benchmark(args.model, args.backends, args.against, args.repeat, args.warmup,
                      args.threads, args.input_shape, args.device, args.top, args.rounds, params,
                      trust_model_code=args.trust_model_code, seconds=args.seconds,
-                     as_json=args.json, trace=args.trace, plot=args.plot)
+                     as_json=args.json, trace=args.trace, plot=args.plot,
+                     memory=args.memory_plan, passes=passes_from(args))
 
 
 # --- timing ---------------------------------------------------------------------------------
@@ -203,8 +211,16 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
     options = {"profiling": True} if backend == "opencl" else {}
     if backend == "opencl" and args["device"]:
         options["device"] = args["device"]
+    if args.get("memory"):
+        options["memory"] = args["memory"]
+    runtime = None
+    if backend == "opencl":  # the runtime the graph will share: its counter from here on
+        from kuiper.opencl.runtime import OpenCLRuntime
+
+        runtime = OpenCLRuntime.shared(args["device"], False, True)
+        before = runtime.reset_peak()
     graph = kuiper.load(path, backend=backend, input_shapes=[x.shape for x in inputs],
-                        params=args["params"], **options)
+                        params=args["params"], passes=args.get("passes"), **options)
     label = f"kuiper {backend}"
     if backend == "opencl":
         label += f" ({graph.executor.runtime.device.name.strip()})"
@@ -213,11 +229,29 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
         column.note = f"{len(graph.fallbacks)} operator(s) fall back to the CPU"
     column.outputs = graph.forward(*inputs)
     column.run = lambda: graph.forward(*inputs)
+    column.memory = peak_memory(graph, runtime.peak_bytes - before if runtime else None)
     if args["top"] > 0 or args["plot"]:
         column.profiler = lambda: (opencl_profile(graph, inputs) if backend == "opencl"
                                    else cpu_profile(graph, inputs))
     column.tracer = lambda: spans_of(graph, inputs)
     return column
+
+
+def peak_memory(graph, device_peak: int | None) -> str:
+    """What `kuiper bench` says of memory. OpenCL: the runtime's counter of device buffers
+    held at once (weights, activations, workspaces) during the build and a first run. CPU:
+    the planned arena of the layers that write into it (kuiper/memory/host.py), not measured:
+    NumPy's other temporaries come and go per forward."""
+    from kuiper.memory.graph_pass import short_bytes
+    from kuiper.memory.report import strategy_in_use
+
+    strategy = strategy_in_use(graph.executor) or "naive"
+    if device_peak is not None:
+        return (f"peak device memory {short_bytes(device_peak)} (runtime counter; memory "
+                f"plan: {strategy})")
+    arena = getattr(graph.executor, "arena", None)
+    held = short_bytes(arena.nbytes) if arena is not None else "none"
+    return f"activation arena {held} (planned, {strategy}; other NumPy arrays not counted)"
 
 
 def cpu_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
@@ -404,7 +438,7 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
               threads: int, input_shapes=None, device: str | None = None, top: int = 15,
               rounds: int = 5, params=None, trust_model_code: bool = False,
               seconds: float | None = None, as_json: bool = False, trace: str | None = None,
-              plot: str | None = None) -> int:
+              plot: str | None = None, memory: str | None = None, passes=None) -> int:
     import kuiper
     from kuiper.summary import human, operator_rows
     from kuiper.tools.inputs import random_inputs
@@ -426,7 +460,8 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
         f"{rounds if seconds is not None else min(rounds, repeat)} round(s)\n")
 
     args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top,
-            "params": params, "trust_model_code": trust_model_code, "plot": plot}
+            "params": params, "trust_model_code": trust_model_code, "plot": plot,
+            "memory": memory, "passes": passes}
     jobs: list[tuple[str, Callable]] = []
     for b in backends:
         jobs.append((f"kuiper {b}", lambda b=b: bench_kuiper(path, b, inputs, args)))
@@ -511,7 +546,8 @@ def bench_document(path, inputs, flops, columns, skipped, probe, batch, warmup, 
         "model": path, "machine": machine_line(), "batch": batch, "flops": flops,
         "inputs": [{"shape": list(x.shape), "dtype": x.dtype.name} for x in inputs],
         "warmup": warmup, "rounds": rounds, "skipped": skipped, "files": written,
-        "columns": [{"label": c.label, "note": c.note, **summary_numbers(c, batch),
+        "columns": [{"label": c.label, "note": c.note, "memory": c.memory,
+                     **summary_numbers(c, batch),
                      "runs_ms": [t * 1e3 for t in c.runs],
                      "max_abs_diff": max((max_abs_diff(a, b) for a, b in
                                           zip(c.outputs, first.outputs)), default=0.0),
@@ -552,6 +588,9 @@ def report(columns: list[Column], skipped: list[str], probe, top: int, batch: in
                      f"{n['inferences_per_s']:.4g}", f"{n['items_per_s']:.4g}",
                      f"{c.median / ref.median:.2f}x", f"{max(diffs, default=0.0):.2g}", c.note))
     print_table(rows)
+    for c in columns:
+        if c.memory:
+            print(f"memory of {c.label.split(' (')[0]}: {c.memory}")
     print(f"\n'vs {ref.label.split()[0]}' = median / median of {ref.label.split()[0]} "
           "(below 1: faster); max |diff| is against the first row's outputs; median = p50; "
           f"inf/s = 1 / median, items/s = batch ({batch}) / median; runs per column: "

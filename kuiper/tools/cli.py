@@ -7,6 +7,7 @@
     kuiper demo                     the handwritten-digits demo, checked against PyTorch
     kuiper bench MODEL              timings, per-operator profile, ratios to PyTorch/onnxruntime
     kuiper fuzz --cases 2000        mutated models in a sandbox: every bad file must be refused
+    kuiper tune MODEL               time the OpenCL kernel candidates, keep the fastest (cache)
 
 Each subcommand is one `add_<name>_parser(sub)` function that declares its arguments and sets
 `func`, the function that runs it and returns the exit status. Subcommands that live in their own
@@ -35,21 +36,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kuiper.errors import KuiperError, OpenCLUnavailableError, UnsupportedOperatorError
+from kuiper.passes import PASS_NAMES
 from kuiper.table import print_table
 from kuiper.tools.jsonout import add_json_option, emit
 from kuiper.tools.logs import configure as configure_logging
 from kuiper.tools.options import (
     KuiperArgumentParser,
+    add_pass_option,
     add_plugin_option,
     check_model_path,
     load_plugins,
+    passes_from,
     shape_list,
 )
 
 # Modules that contribute a subcommand through `add_parser(sub)` (imported when the parser is
 # built, so `kuiper --version` does not pay for them).
 COMMAND_MODULES = ("kuiper.tools.bench", "kuiper.tools.compare", "kuiper.tools.course",
-                   "kuiper.tools.fuzz.cli", "kuiper.tools.convert")
+                   "kuiper.tools.fuzz.cli", "kuiper.tools.convert", "kuiper.tools.tune")
 BACKEND_CHOICES = ("cpu", "opencl")
 TOP_K = 5
 FOLDED = ("pnnx.Attribute",)
@@ -66,7 +70,17 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-shape", type=shape_list, metavar="SHAPE",
                    help="run at another input size, e.g. 4x3x160x160 (several inputs: "
                    "comma-separated)")
+    add_memory_plan_option(p)
     add_plugin_option(p)
+    add_pass_option(p)
+
+
+def add_memory_plan_option(p: argparse.ArgumentParser) -> None:
+    from kuiper.memory import DEFAULT_STRATEGY, STRATEGIES
+
+    p.add_argument("--memory-plan", choices=STRATEGIES, metavar="STRATEGY",
+                   help="how activations share memory (kuiper/memory/): "
+                   f"{', '.join(STRATEGIES)} (default: {DEFAULT_STRATEGY})")
 
 
 def load_model(args: argparse.Namespace, **options):
@@ -74,10 +88,12 @@ def load_model(args: argparse.Namespace, **options):
 
     if args.backend == "opencl" and args.device:
         options["device"] = args.device
+    if getattr(args, "memory_plan", None):
+        options["memory"] = args.memory_plan
     check_model_path(args.model)
     params = load_plugins(args)
     return kuiper.load(args.model, backend=args.backend, input_shapes=args.input_shape,
-                       params=params, **options)
+                       params=params, passes=passes_from(args), **options)
 
 
 # --- info ---------------------------------------------------------------------------------------
@@ -91,6 +107,12 @@ def add_info_parser(sub) -> None:
     p.add_argument("--dot", nargs="?", const="-", metavar="FILE",
                    help="write the graph as Graphviz DOT to FILE (stdout without FILE): "
                    "operators as nodes with type and output shape, operands as edges")
+    p.add_argument("--passes", action="store_true",
+                   help="print what each graph pass changed (kuiper/passes/): folded, dead and "
+                   "no-op operators, fused epilogues")
+    p.add_argument("--memory", action="store_true",
+                   help="the activation memory of one inference per planning strategy, beside "
+                   "its lower bound, and the layers' workspace")
     p.set_defaults(func=cmd_info)
 
 
@@ -115,10 +137,27 @@ def cmd_info(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote {args.dot} (render: dot -Tsvg {args.dot} -o graph.svg)")
     if args.json:
-        emit(info_document(graph))
+        document = info_document(graph)
+        if args.memory:
+            from kuiper.memory.report import memory_document
+
+            document["memory"] = memory_document(graph)
+        emit(document)
         return 0
     print(f"model: {graph.param_path}")
     print(graph.summary())
+    if args.passes:
+        print("\ngraph passes, in order (--no-pass NAME leaves one out):")
+        print(graph.plan.describe(PASS_NAMES))
+    if args.memory:
+        from kuiper.memory.report import memory_table
+
+        print(memory_table(graph))
+    if graph.backend == "opencl":  # the kernel selector's decisions (kuiper/tools/tune.py)
+        from kuiper.tools.tune import algorithm_lines
+
+        for line in algorithm_lines(graph):
+            print(line)
     return 0
 
 
@@ -126,6 +165,7 @@ def info_document(graph) -> dict:
     """`kuiper info --json`: what the summary table shows, as data."""
     from kuiper.summary import operator_rows
     from kuiper.tools.jsonout import port_dict
+    from kuiper.tools.tune import algorithm_rows
 
     rows = operator_rows(graph)
     fallback = {op.name for op in graph.fallbacks}
@@ -135,7 +175,8 @@ def info_document(graph) -> dict:
             "inputs": [port_dict(p) for p in graph.inputs],
             "outputs": [port_dict(p) for p in graph.outputs],
             "operators": rows, "parameters": sum(r["params"] for r in rows),
-            "flops": sum(r["flops"] for r in rows)}
+            "flops": sum(r["flops"] for r in rows)} | (
+                {"kernels": algorithm_rows(graph)} if graph.backend == "opencl" else {})
 
 
 def print_unbuilt(args: argparse.Namespace, error: UnsupportedOperatorError) -> None:

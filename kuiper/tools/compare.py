@@ -29,7 +29,14 @@ import kuiper
 from kuiper.table import print_table
 from kuiper.tools.inputs import load_input
 from kuiper.tools.jsonout import add_json_option, emit
-from kuiper.tools.options import add_plugin_option, check_model_path, comma_list, load_plugins
+from kuiper.tools.options import (
+    add_pass_option,
+    add_plugin_option,
+    check_model_path,
+    comma_list,
+    load_plugins,
+    passes_from,
+)
 from kuiper.tools.testing import RTOL, max_abs_diff, tolerance
 
 
@@ -44,9 +51,10 @@ class Trace:
 
 
 def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str | None = None,
-                  params=None) -> tuple[Trace, kuiper.RuntimeGraph]:
+                  params=None, passes=None) -> tuple[Trace, kuiper.RuntimeGraph]:
     options = {"device": device} if backend == "opencl" and device else {}
-    graph = kuiper.load(path, backend=backend, params=params, **options)
+    # (an observed run is unfused whatever the passes: every operator's own output is seen)
+    graph = kuiper.load(path, backend=backend, params=params, passes=passes, **options)
     graph.forward(*inputs)  # warm-up: compiles kernels, so the recorded times are fair
     trace = Trace(backend)
 
@@ -100,7 +108,7 @@ def relative(diff: float, ref) -> float:
 
 def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarray] | None,
             device: str | None = None, rtol: float = RTOL, params=None,
-            as_json: bool = False) -> int:
+            as_json: bool = False, passes=None) -> int:
     """Run, print the per-operator table, return the process exit code (1 on a mismatch).
 
     A difference over the tolerance is marked with `!`, and the first operator that has one
@@ -114,7 +122,7 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
                 rng = np.random.default_rng(0)
                 x = [rng.standard_normal(p.shape).astype(p.dtype) if p.dtype.kind == "f"
                      else np.zeros(p.shape, p.dtype) for p in probe.inputs]
-        trace, graph = trace_backend(path, backend, x, device, params)
+        trace, graph = trace_backend(path, backend, x, device, params, passes)
         traces.append(trace)
     torch_trace = trace_torch(path, x, params) if "torch" in against else None
 
@@ -208,6 +216,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="tolerance factor (default %(default)g)")
     add_json_option(p)
     add_plugin_option(p)
+    add_pass_option(p)
     p.set_defaults(func=run_command)
 
 
@@ -234,4 +243,4 @@ def run_command(args: argparse.Namespace) -> int:
                                     f"{len(args.input)} --input file(s)")
         x = [load_input(path, port) for path, port in zip(args.input, ports)]
     return compare(args.model, args.backends, args.against, x, args.device, args.rtol, params,
-                   as_json=args.json)
+                   as_json=args.json, passes=passes_from(args))

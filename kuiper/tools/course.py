@@ -419,6 +419,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--check", action="store_true",
                    help="only say which committed figures differ from what the code draws")
     f.set_defaults(func=_figures_command)
+    from kuiper.tools import ocr  # lesson 15: `course fetch-ocr` and `course ocr IMAGE`
+
+    ocr.add_commands(course_sub)
 
 
 def _figures_command(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
+from kuiper.tools.svg import FONT, Svg, _n
 
 # One colour per operator family (the figures use the same colours in every lesson).
 FAMILY_COLOURS = {
@@ -25,45 +25,6 @@ FAMILY_COLOURS = {
 }
 # Patch colours of the im2col figure: output pixel p's patch and its column share a colour.
 PATCH_COLOURS = ["#6baed6", "#fd8d3c", "#74c476", "#9e9ac8"]
-
-
-def _n(value: float) -> str:
-    """A coordinate: at most one decimal, no trailing zeros (stable, short text)."""
-    text = f"{value:.1f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
-
-
-class Svg:
-    """A small SVG writer: shapes in the order they are added, later ones on top."""
-
-    def __init__(self, width: float, height: float, title: str):
-        self.width, self.height, self.parts = width, height, []
-        self.parts.append(f"<title>{escape(title)}</title>")
-        self.parts.append(
-            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-            'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
-            'fill="#555"/></marker></defs>')
-        self.rect(0, 0, width, height, fill="white", stroke="none")
-
-    def rect(self, x, y, w, h, fill="none", stroke="#333", rx=0, width=1.0):
-        self.parts.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" '
-                          f'rx="{_n(rx)}" fill="{fill}" stroke="{stroke}" '
-                          f'stroke-width="{_n(width)}"/>')
-
-    def text(self, x, y, content, size=12, anchor="middle", weight="normal", fill="#222"):
-        self.parts.append(f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}" {FONT} '
-                          f'text-anchor="{anchor}" font-weight="{weight}" fill="{fill}">'
-                          f'{escape(str(content))}</text>')
-
-    def arrow(self, x1, y1, x2, y2, colour="#555", width=1.2):
-        self.parts.append(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" '
-                          f'stroke="{colour}" stroke-width="{_n(width)}" '
-                          'marker-end="url(#arrow)"/>')
-
-    def render(self) -> str:
-        head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(self.width)}" '
-                f'height="{_n(self.height)}" viewBox="0 0 {_n(self.width)} {_n(self.height)}">')
-        return "\n".join([head, *self.parts, "</svg>"]) + "\n"
 
 
 def _shape(operand) -> str:
@@ -312,11 +273,82 @@ def tap_lowering() -> str:
     return svg.render()
 
 
+def roofline() -> str:
+    """Lesson 12's roofline: kuiper/tools/roofline.py draws its SAMPLE, measured on the course's
+    machine (a student draws their own with the same function)."""
+    from kuiper.tools.roofline import sample_figure
+
+    return sample_figure()
+
+
+def memory_plan_figure(param_path: str | None = None, strategy: str = "greedy_by_size",
+                       input_shapes=None) -> str:
+    """The memory plan as a lifetime chart (kuiper/memory/): x = the execution step, y = the
+    offset in the arena, one rectangle per tensor, from the step that writes it to the last
+    one that reads it. Rectangles never overlap: tensors alive at the same time never share a
+    byte. Default: the demo model on the CPU backend, after the graph passes."""
+    import kuiper
+    from kuiper.memory import plan
+    from kuiper.memory.graph_pass import short_bytes
+    from kuiper.tools.demo import DIGITS_PARAM
+
+    path = param_path or DIGITS_PARAM
+    with kuiper.load(path, input_shapes=input_shapes) as graph:
+        steps = graph.executor.plan.steps
+        tensors = list(graph.executor.lifetimes)
+        producer = {o.name: op for op in steps for o in op.outputs}
+        result = plan(tensors, strategy)
+        names = [op.name for op in steps]
+    left, top, chart_w, chart_h = 80, 70, 620, 300
+    step_w = chart_w / max(len(names), 1)
+    scale = chart_h / max(result.total, 1)
+    svg = Svg(left + chart_w + 40, top + chart_h + 130,
+              f"memory plan ({strategy}) of {Path(path).name} as a lifetime chart")
+    svg.text((left + chart_w + 40) / 2, 24, f"Memory plan ({strategy}): a rectangle per "
+             "tensor, from its writer to its last reader", size=13, weight="bold")
+    naive = sum(t.size for t in tensors)
+    svg.text((left + chart_w + 40) / 2, 42,
+             f"{Path(path).name}: arena {short_bytes(result.total)}, lower bound "
+             f"{short_bytes(result.lower_bound)}, a buffer per tensor {short_bytes(naive)} "
+             "(kuiper/memory/)", size=10, fill="#555")
+    svg.rect(left, top, chart_w, chart_h, fill="#fbfbfb", stroke="#999")
+    palette = ["#9ecae1", "#a1d99b", "#fdd0a2", "#dadaeb", "#fcbba1", "#c7e9c0", "#fdae6b"]
+    for k, t in enumerate(sorted(tensors, key=lambda t: (t.first, t.name))):
+        x = left + t.first * step_w
+        w = (t.last - t.first + 1) * step_w
+        y = top + chart_h - (result.offsets[t.name] + t.size) * scale
+        h = t.size * scale
+        op = producer.get(t.name)
+        fill = FAMILY_COLOURS.get(op.type, palette[k % len(palette)]) if op else "#e0e0e0"
+        svg.rect(x + 1, y, w - 2, h, fill=fill, stroke="#333", rx=2, width=0.8)
+        if h >= 12 and w >= 60:  # room for a label
+            svg.text(x + w / 2, y + h / 2 + 4, f"{t.name}: {short_bytes(t.size)}", size=9)
+    bound_y = top + chart_h - result.lower_bound * scale
+    svg.parts.append(f'<line x1="{_n(left)}" y1="{_n(bound_y)}" x2="{_n(left + chart_w)}" '
+                     f'y2="{_n(bound_y)}" stroke="#d62728" stroke-width="1" '
+                     'stroke-dasharray="5,3"/>')
+    svg.text(left + chart_w - 4, bound_y - 4, "lower bound: the most bytes alive at once",
+             size=9, anchor="end", fill="#d62728")
+    svg.text(left - 8, top + 10, short_bytes(result.total), size=9, anchor="end")
+    svg.text(left - 8, top + chart_h, "0", size=9, anchor="end")
+    svg.text(left - 8, top + chart_h / 2, "offset", size=11, anchor="end")
+    for i, name in enumerate(names):  # each step's operator, written downwards
+        x, y = left + (i + 0.5) * step_w, top + chart_h + 8
+        svg.parts.append(f'<text x="{_n(x)}" y="{_n(y)}" font-size="9" {FONT} '
+                         f'text-anchor="end" fill="#444" transform="rotate(-60 {_n(x)} '
+                         f'{_n(y)})">{escape(f"{i}: {name}")}</text>')
+    svg.text(left + chart_w / 2, top + chart_h + 120, "execution step (the operators that "
+             "run, after the graph passes)", size=11)
+    return svg.render()
+
+
 FIGURES: dict[str, Callable[[], str]] = {
     "demo_graph.svg": demo_graph,
     "im2col.svg": im2col_figure,
     "tap_lowering.svg": tap_lowering,
     "gemm_tiling.svg": gemm_tiling,
+    "roofline.svg": roofline,
+    "memory_plan.svg": memory_plan_figure,
 }
 
 

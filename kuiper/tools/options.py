@@ -91,6 +91,24 @@ def add_plugin_option(p: argparse.ArgumentParser) -> None:
                    "operator of TYPE, e.g. mymods.Swish2:beta=1.5 (repeatable)")
 
 
+def add_pass_option(p: argparse.ArgumentParser) -> None:
+    """--no-pass NAME: leave a graph pass out (kuiper/passes/), repeatable or comma-separated."""
+    from kuiper.passes import PASS_NAMES
+
+    p.add_argument("--no-pass", action="append", default=[], metavar="NAME",
+                   type=comma_list(PASS_NAMES, "pass"),
+                   help="leave out a graph pass (repeatable, or comma-separated): "
+                   f"{', '.join(PASS_NAMES)}")
+
+
+def passes_from(args: argparse.Namespace) -> list[str] | None:
+    """kuiper.load's `passes` for --no-pass: None (all) when none is left out."""
+    from kuiper.passes import PASS_NAMES
+
+    dropped = {name for names in getattr(args, "no_pass", ()) for name in names}
+    return None if not dropped else [n for n in PASS_NAMES if n not in dropped]
+
+
 def type_param(text: str) -> tuple[str, str, object]:
     """argparse type for --param: 'mymods.Swish2:beta=1.5' -> ('mymods.Swish2', 'beta', 1.5).
 

@@ -35,6 +35,8 @@ SELU_SCALE = 1.0507009873554804934193349852946
 class Activation(ElementwiseLayer):
     """y = compute(x, *param_values); subclasses set `params` and write `compute`."""
 
+    fusable_activation = True  # may become a convolution's epilogue (kuiper/passes/)
+
     params: ClassVar[dict[str, float | None]] = {}  # name -> PyTorch default (None: required)
     # The dtypes PyTorch computes and keeps: floats for all; integers where the output keeps
     # them (relu6, hardtanh, threshold, clamp); complex where PyTorch defines it (sigmoid ...).

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kuiper.layers.base import Layer, activate_output
+from kuiper.layers.base import Layer, finish_output
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu_helpers import im2col, tap_gemm
 from kuiper.registry import register
@@ -62,7 +62,8 @@ class ConvNd(Layer):
     # GEMM over a column matrix), "taps" (one GEMM per kernel tap, 2-D only, needs direct BLAS),
     # or "auto" (tap_gemm.prefer_taps decides per shape). Tests set it to check both.
     lowering = "auto"
-    accepts_activation = True  # a following ReLU is applied as the output is written
+    accepts_epilogue = True  # a following activation / residual add is applied as it writes
+    writes_into = True       # forward(..., out=) computes into a preallocated output
 
     @classmethod
     def from_operator(cls, op):
@@ -201,7 +202,7 @@ class ConvNd(Layer):
         return 2 * outputs[0].numel * int(np.prod(self.weight_of(inputs)[1:]))
 
     # --- compute --------------------------------------------------------------------------------
-    def forward(self, inputs, activate=None):
+    def forward(self, inputs, epilogue=None, residual=None, out=None):
         x = inputs[0]
         geo = self.call_geometry(inputs)
         if self.weight is None:  # F.convNd: the weight arrives as an input, reshape it per call
@@ -211,25 +212,28 @@ class ConvNd(Layer):
         x = np.asarray(x, dtype=np.float32).reshape(geo.n, geo.c, *geo.size)
         xp = im2col.pad_input(x, geo.pads, self.padding_mode)
         g, k = self.groups, geo.cin_g * int(np.prod(geo.kernel))
+        # `into`: where the GEMM may write directly (the caller's `out`, as (N, Cout, pixels))
+        into = None if out is None else out.reshape(geo.n, geo.cout, -1)
         if geo.cin_g == 1 and g > 1 and self.ndim <= 2:  # tap_gemm works on planes
-            y = self._depthwise(xp, wmat[..., :k], bias, geo, activate)
-            activate = None  # applied while cutting the grid
+            # the epilogue rides on the copy that cuts the output grid (tap_gemm.cut_grid)
+            y = self._depthwise(xp, wmat[..., :k], bias, geo, epilogue, residual, out)
+            epilogue = None
         elif all(kk == 1 for kk in geo.kernel) and all(s == 1 for s in self.stride):
             # pointwise: the (padded) input already is the column matrix, no copy at all
             cols = np.ascontiguousarray(xp).reshape(geo.n, g, k, -1)
-            y = gemm(wmat[..., :k], cols).reshape(geo.n, geo.cout, -1)
+            y = gemm(wmat[..., :k], cols, into).reshape(geo.n, geo.cout, -1)
             if bias is not None:
                 y += bias[:, None]
         elif self.use_taps(geo):
-            # the fused activation rides on the copy that cuts the output grid
+            write = epilogue.writer(residual) if epilogue else None
             y = tap_gemm.conv2d_taps(xp, self.taps_of(inputs), bias, geo.kernel, self.stride,
-                                     self.dilation, geo.out, activate)
-            activate = None
+                                     self.dilation, geo.out, write, out)
+            epilogue = None
         else:
             cols = im2col.im2col(xp, geo.kernel, self.stride, self.dilation, geo.out, g,
                                  ones_row=bias is not None)
-            y = gemm(wmat, cols)  # [W | b] @ [cols; 1]: the bias comes with the product
-        return [activate_output(y.reshape(geo.out_shape), inputs, activate)]
+            y = gemm(wmat, cols, into)  # [W | b] @ [cols; 1]: the bias comes with the product
+        return [finish_output(y.reshape(geo.out_shape), inputs, epilogue, residual, out)]
 
     def use_taps(self, geo: ConvGeometry) -> bool:
         if self.lowering == "im2col" or self.ndim != 2:
@@ -247,21 +251,30 @@ class ConvNd(Layer):
         return self._taps
 
     def _depthwise(self, xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
-                   geo: ConvGeometry, activate) -> np.ndarray:
+                   geo: ConvGeometry, epilogue, residual, out) -> np.ndarray:
         """One input channel per group: tap_gemm's grid with a multiply-add per tap.
 
         A 1-D convolution is the 2-D one of a single row: add a unit height axis."""
         lift = (1,) * (2 - len(geo.out))
         xp = xp.reshape(geo.n, geo.c, *lift, *xp.shape[2:])
+        write = None
+        if epilogue:  # the residual as the grid's output is cut: (N, Cout, *lifted size)
+            r = None if residual is None else residual.reshape(geo.n, geo.cout, *lift, *geo.out)
+            write = epilogue.writer(r)
+        target = None if out is None else out.reshape(geo.n, geo.cout, *lift, *geo.out)
         y = tap_gemm.depthwise_taps(xp, w, bias, lift + geo.kernel, lift + tuple(self.stride),
-                                    lift + tuple(self.dilation), lift + geo.out, activate)
+                                    lift + tuple(self.dilation), lift + geo.out, write, target)
         return y.reshape(geo.n, geo.cout, *geo.out)
 
 
-def gemm(w: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """(G, M, K) @ (N, G, K, P) -> (N, G, M, P): one BLAS call per (image, group)."""
+def gemm(w: np.ndarray, cols: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """(G, M, K) @ (N, G, K, P) -> (N, G, M, P): one BLAS call per (image, group).
+
+    `out`, when given, is a contiguous (N, G*M, P) array the product is written into."""
     if w.shape[0] == 1:  # no groups: (M, K) @ (N, K, P), the weight broadcast over images
-        return np.matmul(w[0], cols[:, 0])
+        return np.matmul(w[0], cols[:, 0], out=out)
+    if out is not None:
+        return np.matmul(w, cols, out=out.reshape(cols.shape[0], w.shape[0], w.shape[1], -1))
     return np.matmul(w, cols)
 
 

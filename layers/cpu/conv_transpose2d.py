@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import activate_output
+from kuiper.layers.base import finish_output
 from kuiper.layers.cpu.conv2d import ConvGeometry, ConvNd
 from kuiper.layers.cpu_helpers import im2col
 from kuiper.registry import register
@@ -82,7 +82,7 @@ class ConvTransposeNd(ConvNd):
         w = self.weight_of(inputs)
         return 2 * int(np.prod(inputs[0].shape)) * int(np.prod(w[1:]))
 
-    def forward(self, inputs, activate=None):
+    def forward(self, inputs, epilogue=None, residual=None, out=None):
         x = inputs[0]
         geo = self.call_geometry(inputs)
         if self.weight is None:
@@ -102,8 +102,8 @@ class ConvTransposeNd(ConvNd):
         y = np.ascontiguousarray(canvas[(Ellipsis, *crop)])
         if bias is not None:
             y += bias.reshape(-1, *(1,) * self.ndim)
-        # a fused ReLU (ConvNd.accepts_activation) runs in place on this fresh array
-        return [activate_output(y.reshape(geo.out_shape), inputs, activate)]
+        # a fused epilogue (ConvNd.accepts_epilogue) runs in place on this fresh array
+        return [finish_output(y.reshape(geo.out_shape), inputs, epilogue, residual, out)]
 
 
 @register("nn.ConvTranspose2d", "F.conv_transpose2d", backend="cpu")

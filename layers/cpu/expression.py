@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.errors import ExpressionError
-from kuiper.layers.base import Layer, activate_output
+from kuiper.layers.base import Layer, finish_output
 from kuiper.parser.expression import BroadcastError, Symbolic, evaluate, parse, to_rpn
 from kuiper.parser.expression.dtypes import result_type, type_of
 from kuiper.parser.expression.functions import FUNCTIONS
@@ -35,7 +35,7 @@ from kuiper.tensor_spec import TensorSpec
 
 @register("pnnx.Expression", backend="cpu")
 class Expression(Layer):
-    accepts_activation = True  # a following ReLU runs in place on the fresh output
+    accepts_epilogue = True  # a following activation / residual add runs on the fresh output
 
     @classmethod
     def from_operator(cls, op):
@@ -71,8 +71,8 @@ class Expression(Layer):
     def infer(self, inputs: Sequence[TensorSpec]) -> list[TensorSpec]:
         return [spec_of(self.symbolic_result(inputs))]
 
-    def forward(self, inputs: Sequence[Any], activate=None) -> list[Any]:
-        return [activate_output(self.run(list(inputs)), inputs, activate)]
+    def forward(self, inputs: Sequence[Any], epilogue=None, residual=None) -> list[Any]:
+        return [finish_output(self.run(list(inputs)), inputs, epilogue, residual)]
 
     def flops(self, inputs, outputs) -> int:
         ops = sum(1 for ins in self.rpn if isinstance(ins, Op) and ins.name in FUNCTIONS

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer, activate_output
+from kuiper.layers.base import Layer, finish_output
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
 
 
 @register("nn.Linear", "F.linear", backend="cpu")
 class Linear(Layer):
-    accepts_activation = True  # a following ReLU runs in place on the fresh output
+    accepts_epilogue = True  # a following activation / residual add runs on the fresh output
+    writes_into = True       # forward(..., out=) computes into a preallocated output
 
     @classmethod
     def from_operator(cls, op):
@@ -64,14 +65,16 @@ class Linear(Layer):
     def flops(self, inputs, outputs):
         return 2 * outputs[0].numel * self.weight_of(inputs)[1]
 
-    def forward(self, inputs, activate=None):
+    def forward(self, inputs, epilogue=None, residual=None, out=None):
         x = np.asarray(inputs[0], dtype=np.float32)
         if self.weight is None:
             weight_t = np.asarray(inputs[1], dtype=np.float32).T  # a view: BLAS reads it as is
             bias = inputs[2] if len(inputs) > 2 else None
         else:
             weight_t, bias = self.weight_t, self.bias
-        y = np.matmul(x.reshape(-1, x.shape[-1]), weight_t)
+        rows = None if out is None else out.reshape(-1, weight_t.shape[1])
+        y = np.matmul(x.reshape(-1, x.shape[-1]), weight_t, out=rows)
         if bias is not None:
             y += bias
-        return [activate_output(y.reshape(*x.shape[:-1], weight_t.shape[1]), inputs, activate)]
+        return [finish_output(y.reshape(*x.shape[:-1], weight_t.shape[1]), inputs, epilogue,
+                              residual, out)]

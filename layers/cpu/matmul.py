@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from kuiper.layers.base import Layer
+from kuiper.layers.base import Layer, finish_output
 from kuiper.layers.common.matmul_shapes import MatmulShapes, matmul_shapes
 from kuiper.registry import register
 from kuiper.tensor_spec import TensorSpec
@@ -22,6 +22,7 @@ class Matmul(Layer):
     # The rank both operands must have in the strict variants (torch.matmul accepts any).
     STRICT_RANKS: ClassVar[dict[str, int]] = {"torch.mm": 2, "torch.addmm": 2, "torch.bmm": 3,
                                               "torch.baddbmm": 3}
+    accepts_epilogue = True  # a following activation / residual add runs on the fresh output
 
     @classmethod
     def from_operator(cls, op):
@@ -60,7 +61,7 @@ class Matmul(Layer):
         self.shapes = shapes
         return [TensorSpec.of(shapes.out, dtype)]
 
-    def forward(self, inputs):
+    def forward(self, inputs, epilogue=None, residual=None):
         a, b = inputs[-2], inputs[-1]
         out = np.matmul(a, b)
         if self.has_input:
@@ -69,7 +70,8 @@ class Matmul(Layer):
             # As in torch: beta == 0 ignores `input` entirely (NaN/inf in it do not leak).
             if self.beta != 0.0:
                 out = out + inputs[0] * out.dtype.type(self.beta)
-        return [np.asarray(out, dtype=np.result_type(a.dtype, b.dtype))]
+        out = np.asarray(out, dtype=np.result_type(a.dtype, b.dtype))
+        return [finish_output(out, inputs, epilogue, residual)]
 
     def flops(self, inputs, outputs):
         s = matmul_shapes(inputs[-2].shape, inputs[-1].shape)

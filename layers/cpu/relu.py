@@ -11,6 +11,8 @@ from kuiper.registry import register
 
 @register("nn.ReLU", "F.relu", backend="cpu")
 class ReLU(ElementwiseLayer):
+    fusable_activation = True  # may become a convolution's epilogue (kuiper/passes/)
+
     def infer(self, inputs):
         specs = super().infer(inputs)
         expect_dtype(self, inputs[0], FLOATS + INTEGERS)  # bools: refused, as in PyTorch

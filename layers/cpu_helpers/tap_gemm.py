@@ -105,28 +105,31 @@ def tap_offsets(kernel, stride, dilation, wq: int):
         yield t, (ri % sh) * sw + cj % sw, (ri // sh) * wq + cj // sw
 
 
-def cut_grid(grid: np.ndarray, ho: int, wq: int, wo: int,
-             activate: Activate | None) -> np.ndarray:
-    """The real (N, C, Ho, Wo) output out of a (N, ..., Ho*Wq) grid, in a fresh array.
+def cut_grid(grid: np.ndarray, ho: int, wq: int, wo: int, write: Activate | None,
+             out: np.ndarray | None = None) -> np.ndarray:
+    """The real (N, C, Ho, Wo) output out of a (N, ..., Ho*Wq) grid, in a fresh array (or in
+    `out`, the caller's preallocated output).
 
-    `activate(x, out)` (a fused ReLU, say) rides on this copy, so it costs nothing extra.
+    `write(x, out)` (a fused epilogue, Epilogue.writer) rides on this copy: a lone ReLU costs
+    nothing extra.
     """
     n = grid.shape[0]
     valid = grid.reshape(n, -1, ho, wq)[..., :wo]
-    y = np.empty(valid.shape, np.float32)
-    if activate is None:
+    y = np.empty(valid.shape, np.float32) if out is None else out.reshape(valid.shape)
+    if write is None:
         np.copyto(y, valid)
     else:
-        activate(valid, y)
+        write(valid, y)
     return y
 
 
 def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
                 kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
-                out_size: tuple[int, int], activate: Activate | None = None) -> np.ndarray:
+                out_size: tuple[int, int], write: Activate | None = None,
+                into: np.ndarray | None = None) -> np.ndarray:
     """Convolve a padded input (N, C, Hp, Wp) with tap weights from `tap_weights`.
 
-    Returns a new (N, Cout, Ho, Wo) array, `activate`d if given (see `cut_grid`).
+    Returns a new (N, Cout, Ho, Wo) array (or `into`), through `write` if given (`cut_grid`).
     """
     n = xp.shape[0]
     ho, wo = out_size
@@ -144,17 +147,18 @@ def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
             for t, phase, start in tap_offsets(kernel, stride, dilation, wq):
                 shifted = planes[image, phase, channels, start:start + length]
                 blas.gemm_into(taps[t, g], shifted, out, accumulate=t > 0 or bias is not None)
-    return cut_grid(grid, ho, wq, wo, activate)
+    return cut_grid(grid, ho, wq, wo, write, into)
 
 
 def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
                    kernel: tuple[int, int], stride: tuple[int, int],
                    dilation: tuple[int, int], out_size: tuple[int, int],
-                   activate: Activate | None = None) -> np.ndarray:
+                   write: Activate | None = None, into: np.ndarray | None = None) -> np.ndarray:
     """Depthwise convolution of a padded input (N, G, Hp, Wp): one input channel per group.
 
     `w` is (G, M, kh*kw), M output channels per group (a channel multiplier); `bias` (G*M,).
     Every tap adds `w[g, m, t] * shifted input channel g` into output channel (g, m).
+    The result is a new array, or `into` (see `cut_grid`).
     """
     n, g = xp.shape[:2]
     m = w.shape[1]
@@ -172,4 +176,4 @@ def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
             out += product
     if bias is not None:
         out += bias.reshape(g, m, 1)
-    return cut_grid(grid, ho, wq, wo, activate)
+    return cut_grid(grid, ho, wq, wo, write, into)

@@ -39,7 +39,7 @@ class _AttentionLaunches(OpenCLLayer):
     """Helpers shared by both attention layers."""
 
     def scratch(self, *shape: int):
-        array = self.runtime.empty(shape, np.float32)
+        array = self.workspace(shape, np.float32)  # lives during this layer's launches only
         keep_alive(self, [array])
         return array
 

@@ -1,13 +1,17 @@
-"""Convolution on OpenCL: im2col + the GEMM of clkernels/gemm.h, or a direct depthwise kernel.
+"""Convolution on OpenCL: the kernel selector picks an algorithm per layer, which binds it.
 
-Everything is decided and bound once in `bind` (clkernels/conv2d.cl explains the kernels):
-- general case: `im2col` into a column buffer allocated here, then one GEMM launch for all
-  images and groups, straight into the NCHW output, bias added as it is stored;
-- 1x1 kernel, stride 1, no padding: the input already is the column matrix, GEMM only;
-- one input channel per group (depthwise): `depthwise`, one work-item per output row.
+`bind` describes the convolution once as a `ConvProblem` (lifted to 3-D), gathers what the
+algorithms bind to in `ConvOperands` (device buffers, the host weight for bind-time transforms,
+the padding tables, the fused epilogue), asks the selector (layers/opencl_helpers/
+conv_select.py: forced, tuned by `kuiper tune`, or the cost model's choice) and lets the chosen
+algorithm create and bind its kernels. The decision stays on the layer for `kuiper info`:
+`algorithm`, `algorithm_params`, `algorithm_reason`.
+
+The built-in algorithms (im2col + GEMM, GEMM alone for 1x1, direct depthwise) are in
+layers/opencl_helpers/conv_im2col_gemm.py, their kernels in clkernels/conv2d.cl and gemm.h.
 Padding (any mode) is read through small index tables made here (conv_geometry.source_indices).
-The kernels are written for 3-D volumes; Conv1d and Conv3d (layers/opencl/conv1d.py, conv3d.py)
-use the same binding, a 1-D or 2-D input being a volume with unit leading axes.
+Conv1d and Conv3d (layers/opencl/conv1d.py, conv3d.py) use the same binding, a 1-D or 2-D
+input being a volume with unit leading axes.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import numpy as np
 
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu import conv2d
-from kuiper.layers.opencl_base import Launch, OpenCLLayer
-from kuiper.layers.opencl_helpers.gemm import BIAS_PER_ROW, WeightBuffers, weight_gemm_launch
+from kuiper.layers.opencl_base import OpenCLLayer
+from kuiper.layers.opencl_helpers import conv_select
+from kuiper.layers.opencl_helpers.conv_algorithms import ConvOperands, ConvProblem
+from kuiper.layers.opencl_helpers.gemm import WeightBuffers
 from kuiper.registry import register
 
 
@@ -31,47 +37,40 @@ def lift3(values, fill=1) -> tuple:
 class ConvBind(WeightBuffers, OpenCLLayer):
     """bind() for ConvNd twins (ndim 1, 2 or 3): every call becomes a 3-D one."""
 
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    # every algorithm applies the fused epilogue in its own store (ConvOperands.epilogue)
+    epilogue_in_kernel = True
+    algorithm: str = ""
+    algorithm_params: dict | None = None
+    algorithm_reason: str = ""
+
+    def problem(self, in_specs) -> ConvProblem:
         geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
-        size, ksize, out = lift3(geo.size), lift3(geo.kernel), lift3(geo.out)
-        stride, dilation = lift3(self.stride), lift3(self.dilation)
-        pads = lift3(geo.pads, fill=(0, 0))
-        n, c, cout, g = geo.n, geo.c, geo.cout, self.groups
-        od, oh, ow = out
-        p = od * oh * ow
-        taps = int(np.prod(ksize))
+        return ConvProblem(n=geo.n, c=geo.c, cout=geo.cout, groups=self.groups,
+                           size=lift3(geo.size), kernel=lift3(geo.kernel), out=lift3(geo.out),
+                           stride=lift3(self.stride), dilation=lift3(self.dilation),
+                           pads=lift3(geo.pads, fill=(0, 0)), padding_mode=self.padding_mode)
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        problem = self.problem(in_specs)
         weight, bias = self.weight_buffers(inputs)
-        x, y = inputs[0].data, outputs[0].data
         # where each padded depth / row / column reads from (layers/common/conv_geometry.py)
         self.src_tables = [self.upload(conv_geometry.source_indices(length, pad,
                                                                     self.padding_mode))
-                           for length, pad in zip(size, pads)]
-        tables = [t.data for t in self.src_tables]
-        i32 = np.int32
-        geometry = [i32(v) for v in (*ksize, *out, *stride, *dilation)]
-
-        if geo.cin_g == 1 and g > 1:
-            kernel = self.kernel("depthwise")
-            kernel.set_args(x, weight, bias, i32(bias is not None), y, *tables, i32(c),
-                            *(i32(v) for v in size), i32(cout), i32(cout // g), *geometry,
-                            i32(n * cout))
-            self.launches = [Launch(kernel, (od * oh, n * cout))]
-            return
-
-        k = geo.cin_g * taps
-        self.launches = []
-        if taps == 1 and set(stride) == {1} and not any(lo or hi for lo, hi in pads):
-            cols = x
-        else:
-            self.cols = self.runtime.empty((n * c * taps * p,), np.float32)
-            cols = self.cols.data
-            kernel = self.kernel("im2col")
-            kernel.set_args(x, cols, *tables, *(i32(v) for v in size), *geometry, i32(n * c))
-            self.launches.append(Launch(kernel, (od * oh, n * c * taps)))
-        cout_g = cout // g
-        self.launches.append(weight_gemm_launch(self, cout_g, p, k, weight, cout_g * k, cols,
-                                                k * p, y, cout_g * p, bias, BIAS_PER_ROW,
-                                                groups=g, batch=n))
+                           for length, pad in zip(problem.size, problem.pads)]
+        host = self.weight is not None  # an attribute; F.convNd's weight is an input
+        ops = ConvOperands(
+            x=inputs[0], y=outputs[0], weight=weight, bias=bias,
+            weight_host=np.asarray(self.weight, np.float32) if host else None,
+            bias_host=(np.asarray(self.bias, np.float32)
+                       if host and self.bias is not None else None),
+            tables=[t.data for t in self.src_tables],
+            residual=self.residual.data if self.residual is not None else None,
+            epilogue=self.epilogue)
+        algorithm, params, reason = conv_select.select(self, problem, self.runtime.device)
+        self.algorithm, self.algorithm_params, self.algorithm_reason = (algorithm.name, params,
+                                                                         reason)
+        self.conv_problem = problem
+        self.launches = algorithm.bind(self, problem, ops, params)
 
 
 @register(backend="opencl")

@@ -29,7 +29,7 @@ class ConvTransposeBind(WeightBuffers, OpenCLLayer):
         # 1. cols[n][g] (Cout/G*KD*KH*KW x D*H*W) = W[g]^T @ x[n][g]
         taps, voxels = int(np.prod(kernel)), int(np.prod(size))
         m, k = cout // g * taps, geo.cin_g
-        self.cols = self.runtime.empty((n * cout * taps * voxels,), np.float32)
+        self.cols = self.workspace((n * cout * taps * voxels,), np.float32)
         gemm = weight_gemm_launch(self, m, voxels, k, weight, k * m, inputs[0].data, k * voxels,
                                   self.cols.data, m * voxels, None, BIAS_NONE, groups=g, batch=n)
         # 2. every output value gathers its patch values (+ bias)

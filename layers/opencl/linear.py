@@ -2,26 +2,44 @@
 
 The input's leading axes are the GEMM's rows, so `x (rows, in) @ W^T` needs no reshaping on the
 device; the weight stays in PyTorch's (out, in) layout and the kernel reads it transposed
-(clkernels/linear.cl sets TRANS_B). The bias is added as the results are stored. The launch is
-bound by `weight_gemm_launch` (layers/opencl_helpers/gemm.py), like the convolutions' GEMM.
+(clkernels/linear.cl sets TRANS_B). The bias and a fused epilogue (activation, residual add)
+are applied as the results are stored. The launch is bound by `weight_gemm_launch`
+(layers/opencl_helpers/gemm.py), like the convolutions' GEMM, with the parameter set that
+`kuiper tune` measured fastest for this shape, else the cost model's (conv_select.select_gemm).
 """
 
 from __future__ import annotations
 
 from kuiper.layers.cpu import linear
 from kuiper.layers.opencl_base import OpenCLLayer
+from kuiper.layers.opencl_helpers.conv_select import select_gemm
 from kuiper.layers.opencl_helpers.gemm import BIAS_PER_COLUMN, WeightBuffers, weight_gemm_launch
 from kuiper.registry import register
 
 
 @register(backend="opencl")
 class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    epilogue_in_kernel = True
+    algorithm: str = ""
+    algorithm_params: dict | None = None
+    algorithm_reason: str = ""
+
+    def gemm_shape(self, in_specs, out_specs) -> tuple[int, int, int]:
+        """(rows, out_features, in_features): the GEMM's M, N, K."""
         n_out, n_in = self.weight_of(in_specs)
         rows = out_specs[0].numel // n_out if n_out else 0
+        return rows, n_out, n_in
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        rows, n_out, n_in = self.gemm_shape(in_specs, out_specs)
         self.launches = []
         if rows == 0 or n_out == 0:
             return
+        params, reason = select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=True)
+        self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
         w, b = self.weight_buffers(inputs)
+        residual = self.residual.data if self.residual is not None else None
         self.launches = [weight_gemm_launch(self, rows, n_out, n_in, inputs[0].data, 0, w, 0,
-                                            outputs[0].data, 0, b, BIAS_PER_COLUMN)]
+                                            outputs[0].data, 0, b, BIAS_PER_COLUMN,
+                                            params=params, epilogue=self.epilogue,
+                                            residual=residual)]

@@ -35,7 +35,7 @@ class OpenCLUpsample(OpenCLLayer):
         for k, (axis, idx, w) in enumerate(self.passes):
             out_shape = shape[:axis] + [idx.shape[0]] + shape[axis + 1:]
             last = k == len(self.passes) - 1
-            dst = outputs[0] if last else self.runtime.empty(out_shape, dtype)
+            dst = outputs[0] if last else self.workspace(out_shape, dtype)
             self.keep_alive.append(dst)
             self.launches.append(self.resample(src, dst, shape, axis, idx, w, dtype))
             src, shape = dst, out_shape

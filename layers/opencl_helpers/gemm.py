@@ -1,10 +1,13 @@
 """Every OpenCL matrix product: two GEMM kernels, one launch function for each.
 
 - `weight_gemm_launch`, the fast GEMM of clkernels/gemm.h, for linear and the convolutions:
-  `C[z] = A[z % groups] @ B[z]` (+ a bias per row or column) on dense row-major matrices, A
-  being the weight (a grouped convolution shares one weight per group across the batch). The
-  kernel is compiled into the layer's own program (its .cl file includes gemm.h and may set
-  TRANS_A / TRANS_B), and comes in two: register-blocked for GPUs, SIMD blocks for CPUs.
+  `C[z] = A[z % groups] @ B[z]` (+ a bias per row or column, + a fused epilogue) on dense
+  row-major matrices, A being the weight (a grouped convolution shares one weight per group
+  across the batch). The kernel is compiled into the layer's own program (its .cl file includes
+  gemm.h and may set TRANS_A / TRANS_B), and comes in two families, each with tile sizes as -D
+  options: register-blocked local-memory tiles for GPUs (gemm_tiled.h), SIMD blocks for CPUs
+  (gemm_blocked.h). The parameter sets below are what the cost model (cost_model.py) and
+  `kuiper tune` choose from.
 - `strided_gemm_launch`, `bgemm` of clkernels/matmul.cl, for matmul, attention and the
   recurrent layers, whose operands are broadcast, transposed or cut into heads: each operand is
   read through a `Strided` view, so none of that costs a copy. Simpler and slower than gemm.h,
@@ -29,51 +32,54 @@ import numpy as np
 
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.layers.opencl_helpers.cost_model import best_gemm_params
+from kuiper.layers.opencl_helpers.gemm_params import (  # noqa: F401 (gemm.X, as before)
+    CPU_PARAMETER_SETS,
+    GPU_PARAMETER_SETS,
+    describe_params,
+    fits,
+    gemm_parameter_sets,
+    program_options,
+)
 
 # --- weight_gemm_launch: clkernels/gemm.h ------------------------------------------------------
-
-# Must agree with clkernels/gemm.h. gemm_tiled: a work-group of GEMM_LOCAL x GEMM_LOCAL
-# work-items computes a GEMM_TILE x GEMM_TILE tile of C; gemm_blocked: one work-item computes a
-# GEMM_BLOCK x GEMM_BLOCK block.
-GEMM_TILE = 64
-GEMM_LOCAL = 16
-GEMM_BLOCK = 8
+# The parameter sets (tile sizes as -D options) are in gemm_params.py; the cost model picks one.
 
 BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COLUMN = 0, 1, 2
-
-# None: gemm_blocked on CPU devices, gemm_tiled elsewhere (see gemm.h for why). Tests set it
-# to run both kernels on whatever device they have.
-FORCE_GEMM: str | None = None
-
-
-def weight_gemm_kernel(layer: OpenCLLayer) -> str:
-    """Which kernel of gemm.h `weight_gemm_launch` binds on the layer's device."""
-    if FORCE_GEMM is not None:
-        return FORCE_GEMM
-    is_cpu = layer.runtime.device.type & layer.runtime.cl.device_type.CPU
-    return "gemm_blocked" if is_cpu else "gemm_tiled"
 
 
 def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_stride: int, b,
                        b_batch_stride: int, c, c_batch_stride: int, bias=None,
-                       bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1) -> Launch:
+                       bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1,
+                       params: dict | None = None, epilogue=None, residual=None) -> Launch:
     """Bind gemm.h for C[z] = A[z % groups] @ B[z], z < batch*groups (arguments are buffers).
 
     The kernel comes from the layer's own program (its .cl file includes gemm.h and may set
-    TRANS_A / TRANS_B)."""
-    name = weight_gemm_kernel(layer)
-    kernel = layer.kernel(name)
+    TRANS_A / TRANS_B), built with the parameter set's -D options (None: the cost model's
+    choice for this shape, cost_model.py) and the epilogue's (layers/common/epilogue.py), whose
+    residual buffer `residual` the store reads at the flat index of C."""
+    if params is None:
+        params = best_gemm_params(layer.runtime.device, m, n, k, batch * groups)
+    kernel = layer.kernel(params["kernel"], program_options(params, epilogue))
     i32 = np.int32
     kernel.set_args(i32(m), i32(n), i32(k), a, i32(a_group_stride), b, i32(b_batch_stride),
                     c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
-                    i32(groups))
-    if name == "gemm_blocked":  # small work-groups of 4 x 4 blocks were fastest under PoCL
-        blocks_n, blocks_m = -(-n // GEMM_BLOCK), -(-m // GEMM_BLOCK)
-        return Launch(kernel, (round_up(blocks_n, 4), round_up(blocks_m, 4), batch * groups),
-                      (4, 4, 1))
-    tiles_n, tiles_m = -(-n // GEMM_TILE), -(-m // GEMM_TILE)
-    return Launch(kernel, (tiles_n * GEMM_LOCAL, tiles_m * GEMM_LOCAL, batch * groups),
-                  (GEMM_LOCAL, GEMM_LOCAL, 1))
+                    i32(groups), residual)
+    return Launch(kernel, *launch_sizes(params, m, n, batch * groups))
+
+
+def launch_sizes(params: dict, m: int, n: int, z: int) -> tuple[tuple, tuple]:
+    """(global size, local size) of one GEMM launch with `params`."""
+    if params["kernel"] == "gemm_blocked":
+        gn, gm = params["GROUP_N"], params["GROUP_M"]
+        blocks_n, blocks_m = -(-n // params["BLOCK_N"]), -(-m // 8)
+        if params["M_FASTEST"]:
+            return (round_up(blocks_m, gn), round_up(blocks_n, gm), z), (gn, gm, 1)
+        return (round_up(blocks_n, gn), round_up(blocks_m, gm), z), (gn, gm, 1)
+    local_n = params["TILE_N"] // params["WPT_N"]
+    local_m = params["TILE_M"] // params["WPT_M"]
+    tiles_n, tiles_m = -(-n // params["TILE_N"]), -(-m // params["TILE_M"])
+    return (tiles_n * local_n, tiles_m * local_m, z), (local_n, local_m, 1)
 
 
 class WeightBuffers:

@@ -34,7 +34,7 @@ def test_linear_any_leading_dims(backend, rng, shape, bias):
 ])
 def test_linear_gemm_edges(backend, rng, monkeypatch, gemm, rows, n_in, n_out):
     """Both GEMM kernels of gemm.h (the device picks one; here we force each in turn)."""
-    monkeypatch.setattr("kuiper.layers.opencl_helpers.gemm.FORCE_GEMM", gemm)
+    monkeypatch.setattr("kuiper.layers.opencl_helpers.gemm_params.FORCE_GEMM", gemm)
     x = rng.standard_normal((rows, n_in)).astype(np.float32)
     w = rng.standard_normal((n_out, n_in)).astype(np.float32)
     b = rng.standard_normal(n_out).astype(np.float32)

@@ -1,4 +1,6 @@
-"""Activation fusion in the CPU executor: a ReLU folded into the operator before it.
+"""Activation fusion (the fuse_epilogues pass, carried out by the CPU executor): a ReLU folded
+into the operator before it. (tests/models/test_fusion_matrix.py pairs every producer with every
+activation and residual add through real pnnx exports, on both backends.)
 
 Fusion must never change a result: every graph here runs fused and unfused and is checked
 against PyTorch, and the inputs must come back untouched. The pairs that must *not* fuse (the
@@ -75,7 +77,8 @@ def expected(weights, x, v):
 
 def test_the_right_pairs_fuse(model):
     graph = kuiper.load(model[0])
-    fused = {producer: op.name for producer, (_, op) in graph.executor.fusions.items()}
+    fused = {producer: e.activation.name for producer, e in graph.plan.epilogues.items()}
+    assert all(e.residual is None for e in graph.plan.epilogues.values())
     assert fused == {"conv_a": "relu_a", "conv_b": "relu6_b", "same_x": "relu_sx",
                      "add_ab": "relu_s", "fc": "relu_f"}
 
@@ -156,23 +159,29 @@ PRODUCERS = {
 ACTIVATIONS = {"nn.ReLU": F.relu, "F.relu": F.relu, "nn.ReLU6": F.relu6, "F.relu6": F.relu6}
 
 
-def test_every_layer_that_accepts_an_activation_takes_one():
-    """`accepts_activation` is a promise that forward(inputs, activate=f) works: a subclass
-    that overrides forward must keep the argument."""
+def test_every_layer_that_accepts_an_epilogue_takes_one():
+    """`accepts_epilogue` is a promise that forward(inputs, epilogue=e, residual=r) works (and
+    `writes_into` that forward(inputs, out=y) does): a subclass that overrides forward must
+    keep the arguments."""
     import inspect
 
     from kuiper import registry
 
     for op_type, cls in registry.supported("cpu").items():
-        if cls.accepts_activation:
-            assert "activate" in inspect.signature(cls.forward).parameters, (op_type, cls)
+        parameters = inspect.signature(cls.forward).parameters
+        if cls.accepts_epilogue:
+            assert {"epilogue", "residual"} <= set(parameters), (op_type, cls)
+        if cls.writes_into:
+            assert "out" in parameters, (op_type, cls)
 
 
 def test_the_pairs_cover_every_fusable_type():
     from kuiper import registry
 
-    producers = {cls for t, cls in registry.supported("cpu").items() if cls.accepts_activation}
-    assert producers == {registry.lookup(t) for t in PRODUCERS}
+    producers = {cls for t, cls in registry.supported("cpu").items() if cls.accepts_epilogue}
+    # torch.matmul reads two operands: tests/models/test_fusion_matrix.py exports it
+    assert producers == {registry.lookup(t) for t in PRODUCERS} | {registry.lookup(
+        "torch.matmul")}
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS)
@@ -189,8 +198,7 @@ def test_every_producer_fuses_every_activation(tmp_path, backend, producer, acti
         f"{activation} act 1 1 y z",
         "pnnx.Output out 1 0 z"], weights if weights else None)
     graph = kuiper.load(path, backend=backend)
-    if backend == "cpu":
-        assert list(graph.executor.fusions) == ["p"], graph.executor.fusions
+    assert list(graph.plan.epilogues) == ["p"], graph.plan.describe()
     x = (3 * rng.standard_normal(shape)).astype(np.float32)
     t = {k.split(".", 1)[1]: torch.from_numpy(v) for k, v in weights.items()}
     want = ACTIVATIONS[activation](reference(torch.from_numpy(x), t)).numpy()

@@ -60,17 +60,19 @@ def test_limits_per_graph_and_from_environment(tmp_path, monkeypatch, backend):
         kuiper.load(path, backend=backend)
 
 
-def test_total_budget_counts_what_each_backend_keeps(tmp_path, backend):
-    # Four 4,000-byte tensors: the OpenCL executor keeps all (16,000 bytes); the CPU executor
-    # frees each after its last use, so at most two are alive at once (8,000 bytes).
+@pytest.mark.parametrize("memory", ["greedy_by_size", "naive"])
+def test_total_budget_counts_what_each_backend_keeps(tmp_path, backend, memory):
+    # Four 4,000-byte tensors: the OpenCL executor with memory="naive" keeps all (16,000
+    # bytes); the CPU executor frees each after its last use, and an OpenCL memory plan reuses
+    # bytes alike, so at most two are alive at once (8,000 bytes).
     path = relu_chain(tmp_path, "1,1000")
     graph = kuiper.load(path)
     assert planned_bytes(graph.order, graph.specs, graph.output_operands, True) == 8000
     assert planned_bytes(graph.order, graph.specs, graph.output_operands, False) == 16000
-    need = {"cpu": 8000, "opencl": 16000}[backend]
-    kuiper.load(path, backend=backend, limits=Limits(10**9, need))
+    need = 16000 if (backend, memory) == ("opencl", "naive") else 8000
+    kuiper.load(path, backend=backend, memory=memory, limits=Limits(10**9, need))
     with pytest.raises(ResourceError, match=rf"one inference needs .* \({need:,} bytes\)"):
-        kuiper.load(path, backend=backend, limits=Limits(10**9, need - 1))
+        kuiper.load(path, backend=backend, memory=memory, limits=Limits(10**9, need - 1))
 
 
 def test_a_refused_new_size_leaves_the_graph_usable(tmp_path, backend, rng):

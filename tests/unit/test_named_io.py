@@ -102,7 +102,7 @@ def test_asking_for_an_intermediate_leaves_the_graph_output_as_it_was(graph, x):
     np.testing.assert_array_equal(out, before)
     np.testing.assert_array_equal(graph(x), before)  # the next plain run fuses again
     if graph.backend == "cpu":
-        assert graph.executor.fusions, "the CPU plan keeps its fusions for plain runs"
+        assert graph.executor.plan.epilogues, "the CPU plan keeps its fusions for plain runs"
 
 
 def test_outputs_by_alias_name_or_one_string(graph, x):

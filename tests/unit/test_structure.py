@@ -46,8 +46,11 @@ def test_every_layer_stem_has_a_test_file():
 
 
 def test_every_kernel_file_is_used():
-    sources = "\n".join(p.read_text() for p in (ROOT / "layers" / "opencl").glob("*.py"))
-    includes = "\n".join(p.read_text() for p in KERNELS.glob("*.cl"))
+    # layers, and the helpers that build kernels for them (opencl_helpers/epilogue.py ...)
+    sources = "\n".join(p.read_text() for folder in ("opencl", "opencl_helpers")
+                        for p in (ROOT / "layers" / folder).glob("*.py"))
+    # a header may be included by a kernel file or by another header (gemm.h's families)
+    includes = "\n".join(p.read_text() for p in [*KERNELS.glob("*.cl"), *KERNELS.glob("*.h")])
     stems = {_stem(c) for c in own("opencl").values()}
     for cl_file in KERNELS.glob("*.cl"):
         used = (cl_file.stem in stems or re.search(rf"[\"']{cl_file.stem}[\"']", sources))

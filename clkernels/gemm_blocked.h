@@ -1,0 +1,151 @@
+// gemm_blocked.h: the CPU GEMM (included by gemm.h, which documents the arguments).
+//
+// Good for: CPU devices (PoCL). The selector (layers/opencl_helpers/conv_select.py) uses it on
+// every device of type CPU. A CPU has no scratchpad to manage (its caches do that job) and runs
+// a work-group as a loop over its work-items, cut in pieces at every barrier: the GPU kernel's
+// local-memory tiles cost more than they save there (20x slower under PoCL). What a CPU needs:
+//
+// 1. SIMD. Each work-item computes an 8 x BLOCK_N block of C as eight vector registers, one per
+//    row (BLOCK_N = 8: float8, AVX2; 16: float16, AVX-512). Per step of k it loads BLOCK_N
+//    consecutive values of a B row as one vector, broadcasts each of the 8 A values and does 8
+//    vector multiply-adds: 8 x BLOCK_N multiply-adds for 8 + 1 loads, like a BLAS micro-kernel.
+// 2. Cache blocking of K (BLOCK_K > 0). Without it one work-item walks the whole of K before
+//    the next starts, so the panel of B it read (K rows) is gone from the cache when its
+//    neighbour needs the same panel: at 2048^3 that halves the speed. With it, the work-items
+//    of a group walk K together, BLOCK_K rows at a time, separated by a barrier: PoCL then runs
+//    every work-item of the group over one chunk before the next chunk, so the group's slabs of
+//    A (8*GM x BLOCK_K) and B (BLOCK_K x BLOCK_N*GN) are read from the cache by all of them.
+//    The C blocks stay in the work-items' registers (PoCL keeps them across the barrier).
+// 3. Work-group order (M_FASTEST): consecutive work-groups take consecutive row blocks of C,
+//    so the panel of B they share stays in the L2 cache while A (a layer's weight, small)
+//    streams past it.
+//
+// Edges: row/column indices are clamped into the matrices (the extra results are computed and
+// thrown away), so every work-item reaches every barrier; stores are guarded.
+
+#ifndef KUIPER_GEMM_BLOCKED_H
+#define KUIPER_GEMM_BLOCKED_H
+
+#ifndef BLOCK_N
+#define BLOCK_N 8
+#endif
+#ifndef BLOCK_K
+#define BLOCK_K 0           // 0: no K blocking, one pass over K (small K)
+#endif
+#ifndef M_FASTEST
+#define M_FASTEST 0
+#endif
+
+#if BLOCK_N == 16
+#define floatB float16
+#define B_ROW(p) (float16)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], \
+                           p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
+#define B_GATHER(k) (float16)(B_AT(k, q[0]), B_AT(k, q[1]), B_AT(k, q[2]), B_AT(k, q[3]), \
+                              B_AT(k, q[4]), B_AT(k, q[5]), B_AT(k, q[6]), B_AT(k, q[7]), \
+                              B_AT(k, q[8]), B_AT(k, q[9]), B_AT(k, q[10]), B_AT(k, q[11]), \
+                              B_AT(k, q[12]), B_AT(k, q[13]), B_AT(k, q[14]), B_AT(k, q[15]))
+#else
+#define floatB float8
+// 8 scalar loads the compiler merges into one vector load (PoCL compiles vload8 to a function
+// call, which costs as much as the whole multiply-add block)
+#define B_ROW(p) (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
+#define B_GATHER(k) (float8)(B_AT(k, q[0]), B_AT(k, q[1]), B_AT(k, q[2]), B_AT(k, q[3]), \
+                             B_AT(k, q[4]), B_AT(k, q[5]), B_AT(k, q[6]), B_AT(k, q[7]))
+#endif
+
+// c_i += A[row r_i, k] * bv for the 8 rows: eight vector multiply-adds. Written as a*b+c, not
+// mad(): -cl-mad-enable lets the compiler fuse it into one FMA instruction, whereas PoCL turns
+// mad() on vectors into a function call (3x slower).
+#define FMA_ROW(i, k) c##i += (floatB)(A_AT(r##i, k)) * bv
+#define FMA_ROWS(k) FMA_ROW(0, k); FMA_ROW(1, k); FMA_ROW(2, k); FMA_ROW(3, k); \
+                    FMA_ROW(4, k); FMA_ROW(5, k); FMA_ROW(6, k); FMA_ROW(7, k)
+
+// Store the BLOCK_N values of one row of the block (those left of column N), each through
+// the epilogue; `index` is the flat output index of the row's first value.
+inline void store_row(__global float *row, const int n, const int N, const floatB v,
+                      const float row_bias, __global const float *bias, const int bias_mode,
+                      __global const float *residual, const int index)
+{
+    float r[BLOCK_N];      // (once per row of the block: the cost does not matter here)
+#if BLOCK_N == 16
+    vstore16(v, 0, r);
+#else
+    vstore8(v, 0, r);
+#endif
+    const int count = min(BLOCK_N, N - n);
+    for (int j = 0; j < count; ++j) {
+        const float b = bias_mode == 2 ? bias[n + j] : row_bias;
+        row[n + j] = kuiper_epilogue(r[j] + b, residual, index + j);
+    }
+}
+
+#define STORE_ROW(i) if (active && m0 + i < M) \
+    store_row(C + (m0 + i) * N, n, N, c##i, bias_mode == 1 ? bias[g * M + m0 + i] : 0.0f, \
+              bias, bias_mode, residual, z * c_batch_stride + (m0 + i) * N + n)
+
+// One work-item = an 8 x BLOCK_N block of C. Global size (ceil(N/BLOCK_N), ceil(M/8), Z)
+// rounded up to the work-group size, dims 0 and 1 swapped when M_FASTEST.
+__kernel void gemm_blocked(const int M, const int N, const int K,
+                           __global const float *A, const int a_group_stride,
+                           __global const float *B, const int b_batch_stride,
+                           __global float *C, const int c_batch_stride,
+                           __global const float *bias, const int bias_mode, const int groups,
+                           __global const float *residual)
+{
+#if M_FASTEST
+    const int n_wanted = get_global_id(1) * BLOCK_N, m_wanted = get_global_id(0) * 8;
+#else
+    const int n_wanted = get_global_id(0) * BLOCK_N, m_wanted = get_global_id(1) * 8;
+#endif
+    const int z = get_global_id(2);
+    // Work-items past the edge compute a clamped copy and store nothing: with K blocking they
+    // must still reach every barrier of their group.
+    const bool active = n_wanted < N && m_wanted < M;
+    const int n = min(n_wanted, (N - 1) / BLOCK_N * BLOCK_N);
+    const int m0 = min(m_wanted, (M - 1) / 8 * 8);
+    const int g = z % groups;
+    A += g * a_group_stride;
+    B += z * b_batch_stride;
+    C += z * c_batch_stride;
+    // Rows and columns this work-item reads, clamped into the matrices at the edges.
+    const int r0 = m0, r1 = min(m0 + 1, M - 1), r2 = min(m0 + 2, M - 1), r3 = min(m0 + 3, M - 1),
+              r4 = min(m0 + 4, M - 1), r5 = min(m0 + 5, M - 1), r6 = min(m0 + 6, M - 1),
+              r7 = min(m0 + 7, M - 1);
+    int q[BLOCK_N];
+    for (int j = 0; j < BLOCK_N; ++j)
+        q[j] = min(n + j, N - 1);
+    floatB c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f, c4 = 0.0f, c5 = 0.0f, c6 = 0.0f,
+           c7 = 0.0f;
+#if TRANS_B
+    const bool full = false;        // B stored transposed: always gather
+#else
+    const bool full = n + BLOCK_N <= N;   // the common case: one vector load per row of B
+#endif
+#if BLOCK_K > 0
+    for (int kc = 0; kc < K; kc += BLOCK_K) {
+        const int k_end = min(kc + BLOCK_K, K);
+#else
+    {
+        const int kc = 0, k_end = K;
+#endif
+        if (full) {
+            for (int k = kc; k < k_end; ++k) {
+                __global const float *b = B + k * N + n;
+                const floatB bv = B_ROW(b);
+                FMA_ROWS(k);
+            }
+        } else {    // last column block, or B stored transposed: gather the values
+            for (int k = kc; k < k_end; ++k) {
+                const floatB bv = B_GATHER(k);
+                FMA_ROWS(k);
+            }
+        }
+#if BLOCK_K > 0
+        barrier(CLK_LOCAL_MEM_FENCE);   // the group walks K together (see 2. above)
+#endif
+    }
+    STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3);
+    STORE_ROW(4); STORE_ROW(5); STORE_ROW(6); STORE_ROW(7);
+}
+
+#endif  // KUIPER_GEMM_BLOCKED_H

@@ -1,0 +1,236 @@
+// gemm_tiled.h: the GPU GEMM (included by gemm.h, which documents the arguments).
+//
+// Good for: GPUs, where a work-group's local memory is a fast scratchpad shared by its
+// work-items. The selector (layers/opencl_helpers/conv_select.py) uses it on every device that
+// is not a CPU; the cost model or `kuiper tune` picks the tile sizes, all -D options:
+//
+//   TILE_M x TILE_N  the tile of C one work-group computes (64..128 x 64..128)
+//   WPT_M x WPT_N    the block of C one work-item keeps in registers (4x4 .. 8x8): a work-group
+//                    has (TILE_M/WPT_M) x (TILE_N/WPT_N) work-items
+//   TILE_K           how much of K one slab covers (8..32)
+//   VEC              1, 2 or 4: global loads of VEC consecutive floats at once
+//   LDS_VEC          0: a work-item's outputs sit TILE/WPT apart (below); 1: side by side,
+//                    read from local memory as float4 (4x fewer local loads; WPT % 4 == 0)
+//
+// How it works. The K axis is walked one slab at a time: the work-group copies a TILE_M x TILE_K
+// slab of A and a TILE_K x TILE_N slab of B into local memory, so each element is read from
+// global memory once per tile instead of once per multiply-add, and every work-item then does
+// TILE_K x WPT_M x WPT_N multiply-adds from local memory, reusing each A value WPT_N times and
+// each B value WPT_M times from registers ("register blocking"). Two slabs live in local memory
+// (double buffering): while the work-items multiply slab t, their loads of slab t+1 are already
+// in flight into registers, and are written to the other buffer afterwards: one barrier per
+// slab instead of two, and the global-memory latency hides behind the arithmetic.
+// A work-item's outputs sit TILE_M/WPT_M rows and TILE_N/WPT_N columns apart, not side by
+// side, so that neighbouring work-items read neighbouring local-memory words (no bank
+// conflicts) and store neighbouring columns of C (coalesced writes).
+//
+// Measured on an NVIDIA H100 80GB HBM3 (NVIDIA OpenCL, driver 580.159.04, fp32 peak ~67
+// TFLOP/s), median of 10 kernel times from profiling events, TFLOP/s:
+//
+//   TILE_MxTILE_NxTILE_K WPT VEC   4096^3   1024^3   ResNet-18 3x3 stage 1 / 4 at batch 32
+//   128x128x16           8x8  4     32.0     13.6     14.6 / 10.9     <- default, big GEMMs
+//   128x128x16           8x8  1     19.5      9.4      8.4 /  7.4        (scalar loads)
+//   64x64x32             8x8  4     29.0     13.8     28.5 / 10.6
+//   64x64x16             4x4  1     24.1     20.7     23.5 / 16.3     (the old gemm_tiled:
+//   32x32x32             4x4  4     19.3     17.0     18.8 / 14.3      17.9 at 4096^3)
+//
+// Vector loads and 8x8 blocks are what moved 4096^3 from 17.9 to 32 TFLOP/s (48% of peak).
+// Tile sizes matter most for the shape: wide tiles leave SMs idle on small problems (ResNet-18
+// stage 4 at batch 1: 0.35 TFLOP/s with 128x128, 1.24 with 32x32), which is why the cost
+// model (layers/opencl_helpers/cost_model.py) counts work-groups per compute unit. The full
+// table is in layers/opencl_helpers/gemm.py.
+
+#ifndef KUIPER_GEMM_TILED_H
+#define KUIPER_GEMM_TILED_H
+
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef LDS_VEC
+#define LDS_VEC 0
+#endif
+
+#define LOCAL_M (TILE_M / WPT_M)      // work-items along M
+#define LOCAL_N (TILE_N / WPT_N)      // work-items along N
+#define THREADS (LOCAL_M * LOCAL_N)
+// vectors of VEC floats each work-item loads per slab (rounded up; the extra ones are skipped)
+#define A_VECTORS ((TILE_M * TILE_K / VEC + THREADS - 1) / THREADS)
+#define B_VECTORS ((TILE_K * TILE_N / VEC + THREADS - 1) / THREADS)
+#if LDS_VEC   // rows stay 16-byte aligned for float4 reads; 4 spare columns shift the banks
+#define PAD 4
+#else         // a spare column per local row: fewer bank conflicts when the slabs are stored
+#define PAD 1
+#endif
+// Where a work-item's i-th row / j-th column of its block lies in the tile.
+#if LDS_VEC
+#define ROW_OF(i) (tm * WPT_M + (i))
+#define COL_OF(j) (tn * WPT_N + (j))
+#else
+#define ROW_OF(i) (tm + (i) * LOCAL_M)
+#define COL_OF(j) (tn + (j) * LOCAL_N)
+#endif
+
+// `count` (<= VEC) floats from p to out[0..VEC-1], zeros for the rest: one vector load when the
+// whole vector is inside the matrix, guarded scalar loads at its edge.
+inline void fetch_vector(__global const float *p, const int count, float *out)
+{
+#if VEC > 1
+    if (count >= VEC) {
+#if VEC == 4
+        vstore4(vload4(0, p), 0, out);
+#else
+        vstore2(vload2(0, p), 0, out);
+#endif
+        return;
+    }
+#endif
+    for (int e = 0; e < VEC; ++e)
+        out[e] = e < count ? p[e] : 0.0f;
+}
+
+// Vector v of A's slab starting at (m0, k0): where it is in the slab (m, k of its first
+// element) follows the stored order, so consecutive work-items read consecutive addresses.
+#if TRANS_A   // stored K x M: the VEC elements run along m
+#define A_SLAB_POS(v, m, k) m = ((v) % (TILE_M / VEC)) * VEC; k = (v) / (TILE_M / VEC)
+#define A_COUNT(gm, gk) ((gk) < K ? M - (gm) : 0)
+#define A_PUT(buf, m, k, e, value) As[buf][k][(m) + (e)] = value
+#else         // stored M x K: the VEC elements run along k
+#define A_SLAB_POS(v, m, k) k = ((v) % (TILE_K / VEC)) * VEC; m = (v) / (TILE_K / VEC)
+#define A_COUNT(gm, gk) ((gm) < M ? K - (gk) : 0)
+#define A_PUT(buf, m, k, e, value) As[buf][(k) + (e)][m] = value
+#endif
+#if TRANS_B   // stored N x K: the VEC elements run along k
+#define B_SLAB_POS(v, k, n) k = ((v) % (TILE_K / VEC)) * VEC; n = (v) / (TILE_K / VEC)
+#define B_COUNT(gk, gn) ((gn) < N ? K - (gk) : 0)
+#define B_PUT(buf, k, n, e, value) Bs[buf][(k) + (e)][n] = value
+#else         // stored K x N: the VEC elements run along n
+#define B_SLAB_POS(v, k, n) n = ((v) % (TILE_N / VEC)) * VEC; k = (v) / (TILE_N / VEC)
+#define B_COUNT(gk, gn) ((gk) < K ? N - (gn) : 0)
+#define B_PUT(buf, k, n, e, value) Bs[buf][k][(n) + (e)] = value
+#endif
+
+__kernel __attribute__((reqd_work_group_size(LOCAL_N, LOCAL_M, 1)))
+void gemm_tiled(const int M, const int N, const int K,
+                __global const float *A, const int a_group_stride,
+                __global const float *B, const int b_batch_stride,
+                __global float *C, const int c_batch_stride,
+                __global const float *bias, const int bias_mode, const int groups,
+                __global const float *residual)
+{
+    const int tn = get_local_id(0);
+    const int tm = get_local_id(1);
+    const int tid = tm * LOCAL_N + tn;
+    const int n0 = get_group_id(0) * TILE_N;
+    const int m0 = get_group_id(1) * TILE_M;
+    const int z = get_group_id(2);
+    const int g = z % groups;
+    A += g * a_group_stride;
+    B += z * b_batch_stride;
+    C += z * c_batch_stride;
+
+    __local float As[2][TILE_K][TILE_M + PAD] __attribute__((aligned(16)));   // [buf][k][m]
+    __local float Bs[2][TILE_K][TILE_N + PAD] __attribute__((aligned(16)));   // [buf][k][n]
+    float ra[A_VECTORS * VEC], rb[B_VECTORS * VEC];   // the next slab, on its way
+
+    float acc[WPT_M][WPT_N];
+#pragma unroll
+    for (int i = 0; i < WPT_M; ++i)
+#pragma unroll
+        for (int j = 0; j < WPT_N; ++j)
+            acc[i][j] = 0.0f;
+
+// Global -> registers: this work-item's vectors of the slab starting at k0.
+#define FETCH_SLAB(k0)                                                                      \
+    for (int l = 0; l < A_VECTORS; ++l) {                                                   \
+        const int v = tid + l * THREADS;                                                    \
+        int m, k;                                                                           \
+        A_SLAB_POS(v, m, k);                                                                \
+        const int gm = m0 + m, gk = (k0) + k;                                               \
+        const int count = v < TILE_M * TILE_K / VEC ? A_COUNT(gm, gk) : 0;                  \
+        fetch_vector(&A_AT(min(gm, M - 1), min(gk, K - 1)), count, ra + l * VEC);           \
+    }                                                                                       \
+    for (int l = 0; l < B_VECTORS; ++l) {                                                   \
+        const int v = tid + l * THREADS;                                                    \
+        int k, n;                                                                           \
+        B_SLAB_POS(v, k, n);                                                                \
+        const int gk = (k0) + k, gn = n0 + n;                                               \
+        const int count = v < TILE_K * TILE_N / VEC ? B_COUNT(gk, gn) : 0;                  \
+        fetch_vector(&B_AT(min(gk, K - 1), min(gn, N - 1)), count, rb + l * VEC);           \
+    }
+// Registers -> local buffer `buf`.
+#define STORE_SLAB(buf)                                                                     \
+    for (int l = 0; l < A_VECTORS; ++l) {                                                   \
+        const int v = tid + l * THREADS;                                                    \
+        int m, k;                                                                           \
+        A_SLAB_POS(v, m, k);                                                                \
+        if (v < TILE_M * TILE_K / VEC)                                                      \
+            for (int e = 0; e < VEC; ++e)                                                   \
+                A_PUT(buf, m, k, e, ra[l * VEC + e]);                                       \
+    }                                                                                       \
+    for (int l = 0; l < B_VECTORS; ++l) {                                                   \
+        const int v = tid + l * THREADS;                                                    \
+        int k, n;                                                                           \
+        B_SLAB_POS(v, k, n);                                                                \
+        if (v < TILE_K * TILE_N / VEC)                                                      \
+            for (int e = 0; e < VEC; ++e)                                                   \
+                B_PUT(buf, k, n, e, rb[l * VEC + e]);                                       \
+    }
+
+    const int slabs = (K + TILE_K - 1) / TILE_K;
+    FETCH_SLAB(0);
+    STORE_SLAB(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < slabs; ++t) {
+        const int cur = t & 1;
+        if (t + 1 < slabs) {
+            FETCH_SLAB((t + 1) * TILE_K);   // loads in flight during the multiply-adds below
+        }
+#pragma unroll
+        for (int k = 0; k < TILE_K; ++k) {
+            float a[WPT_M], b[WPT_N];
+#if LDS_VEC
+#pragma unroll
+            for (int i = 0; i < WPT_M; i += 4)
+                vstore4(*(__local const float4 *)&As[cur][k][ROW_OF(i)], 0, a + i);
+#pragma unroll
+            for (int j = 0; j < WPT_N; j += 4)
+                vstore4(*(__local const float4 *)&Bs[cur][k][COL_OF(j)], 0, b + j);
+#else
+#pragma unroll
+            for (int i = 0; i < WPT_M; ++i)
+                a[i] = As[cur][k][ROW_OF(i)];
+#pragma unroll
+            for (int j = 0; j < WPT_N; ++j)
+                b[j] = Bs[cur][k][COL_OF(j)];
+#endif
+#pragma unroll
+            for (int i = 0; i < WPT_M; ++i)
+#pragma unroll
+                for (int j = 0; j < WPT_N; ++j)
+                    acc[i][j] += a[i] * b[j];
+        }
+        if (t + 1 < slabs) {
+            STORE_SLAB(cur ^ 1);   // the other buffer: read in slab t-1, free since its barrier
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#undef FETCH_SLAB
+#undef STORE_SLAB
+
+#pragma unroll
+    for (int i = 0; i < WPT_M; ++i) {
+        const int gm = m0 + ROW_OF(i);
+        if (gm >= M)
+            break;
+#pragma unroll
+        for (int j = 0; j < WPT_N; ++j) {
+            const int gn = n0 + COL_OF(j);
+            if (gn >= N)
+                break;
+            const float v = acc[i][j] + BIAS_OF(g, gm, gn);
+            C[gm * N + gn] = kuiper_epilogue(v, residual, z * c_batch_stride + gm * N + gn);
+        }
+    }
+}
+
+#endif  // KUIPER_GEMM_TILED_H

@@ -1,0 +1,203 @@
+"""The plan carried out on an OpenCL device: blocks, sub-buffers, views and workspaces.
+
+Four things the OpenCL executor asks of this module, once per input shape:
+
+1. `output_kinds`: which outputs of an operator own bytes. Reshape-like layers return a view of
+   an input from `allocate_outputs`; which ones do is learnt *before* anything is allocated, by
+   calling `allocate_outputs` on stand-in arrays whose buffers are markers (`_Marker`): a result
+   on an input's marker is a view of that input, a result on an output marker owns bytes.
+2. `DeviceMemory`: allocates the plan's blocks (one arena for greedy_by_size, pooled buffers for
+   greedy_in_order) and hands each tensor a pyopencl array on its bytes: the whole block, or a
+   sub-buffer (`get_sub_region`) at its offset. Sub-buffers keep every array at offset 0, which
+   kernels bound with `array.data` need; their origins are multiples of the device's
+   CL_DEVICE_MEM_BASE_ADDR_ALIGN (the plan aligns every offset to it).
+3. `Workspaces`: layer scratch arrays (im2col columns), valid only during their own step, all
+   carved from one shared scratch buffer. A layer asks for its workspaces while it binds, so
+   their sizes are known only then: the first bind of each layer gets buffers of its own
+   (`probing`), which the executor releases right after that bind (`release`); once every
+   layer has bound, one scratch as large as the largest step's need is allocated and the
+   layers that asked are bound again into it. At no time are two scratches alive at once.
+
+4. `in_place_outputs`: an elementwise step (a kernel that reads x[i] and writes y[i], nothing
+   else: IN_PLACE_STEMS) whose input nobody reads afterwards writes its output over that input;
+   the output is then a view of the input, with no bytes of its own.
+
+An array on a block keeps the block's Python object alive (`_on_block`): OpenCL keeps a parent
+buffer alive as long as a sub-buffer of it lives, and the runtime's byte counter must too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kuiper.memory.lifetimes import align_up
+from kuiper.memory.strategies import Plan
+
+FRESH, VIEW, NOTHING, OWN = "fresh", "view", "nothing", "own"
+
+
+class _Marker:
+    """Stands in for a cl.Buffer while `allocate_outputs` is asked what it would return."""
+
+    def __init__(self, kind: str, index: int):
+        self.kind, self.index = kind, index
+
+
+def output_kinds(layer, queue, in_specs, out_specs) -> list[tuple[str, int]]:
+    """For each output of `layer`: (FRESH, -1) bytes of its own, (VIEW, i) a view of input i,
+    (NOTHING, -1) no device array (a host-only value), or (OWN, -1) an array the layer
+    allocated itself (not planned). Only layers that override allocate_outputs are asked."""
+    import pyopencl.array as cla
+
+    def stand_in(kind, i, spec):
+        if spec.dtype.kind == "O":
+            return None
+        return cla.Array(queue, tuple(spec.shape), spec.dtype, data=_Marker(kind, i))
+
+    inputs = [stand_in("in", i, s) for i, s in enumerate(in_specs)]
+    layer.planned_outputs = [stand_in("out", i, s) for i, s in enumerate(out_specs)]
+    try:
+        results = layer.allocate_outputs(inputs, in_specs, out_specs)
+    finally:
+        layer.planned_outputs = None
+    kinds = []
+    for array in results:
+        marker = getattr(array, "base_data", None)
+        if array is None:
+            kinds.append((NOTHING, -1))
+        elif isinstance(marker, _Marker) and marker.kind == "in":
+            kinds.append((VIEW, marker.index))
+        elif isinstance(marker, _Marker):
+            kinds.append((FRESH, -1))
+        else:
+            kinds.append((OWN, -1))
+    return kinds
+
+
+class DeviceMemory:
+    """The blocks of `plan` on the device, and an array per planned tensor."""
+
+    def __init__(self, runtime, plan: Plan):
+        self.runtime, self.plan = runtime, plan
+        self.blocks = [runtime.buffer(size) for size in plan.block_sizes]
+
+    def array(self, name: str, shape, dtype):
+        import pyopencl.array as cla
+
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        block = self.blocks[self.plan.blocks[name]]
+        offset = self.plan.offset_in_block(name)
+        if offset == 0 and nbytes == block.size:
+            data = block
+        else:
+            data = block.get_sub_region(offset, nbytes)
+        return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data), block)
+
+
+def _on_block(array, block):
+    array.kuiper_block = block  # the parent lives (and stays counted) while the array does
+    return array
+
+
+@dataclass
+class Workspaces:
+    """Scratch arrays of layers, shared: every step's workspaces start at byte 0 of one buffer.
+
+    `naive=True` gives each request its own buffer for good (the behaviour before the
+    planner), still counting the bytes, so `kuiper info --memory` can compare."""
+
+    runtime: Any
+    alignment: int
+    naive: bool = False
+    buffer: Any = None  # the shared scratch, once `allocate` has sized it
+    step: int = -1
+    used: int = 0
+    needs: dict[int, int] = field(default_factory=dict)  # step -> bytes it asked for
+    probing: set[int] = field(default_factory=set)       # steps bound to buffers of their own
+    handed: list = field(default_factory=list)           # those buffers, to release
+
+    @property
+    def capacity(self) -> int:
+        return 0 if self.buffer is None else self.buffer.size
+
+    def begin(self, step: int) -> None:
+        """The layer of `step` is about to bind: its workspaces start again at byte 0."""
+        self.step, self.used = step, 0
+        self.needs.pop(step, None)
+        self.probing.discard(step)
+
+    def take(self, shape, dtype):
+        """A scratch array of `shape` for the current step (OpenCLLayer.workspace)."""
+        import pyopencl.array as cla
+
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(tuple(shape), dtype=np.int64)) * dtype.itemsize
+        if nbytes == 0 or self.naive:
+            self.needs[self.step] = self.needs.get(self.step, 0) + nbytes
+            return self.runtime.empty(tuple(shape), dtype)
+        offset = align_up(self.used, self.alignment)
+        self.used = offset + nbytes
+        self.needs[self.step] = self.used
+        if self.used > self.capacity:  # not sized yet (or too small): a buffer for now
+            self.probing.add(self.step)
+            array = self.runtime.empty(tuple(shape), dtype)
+            self.handed.append(array)
+            return array
+        data = self.buffer.get_sub_region(offset, nbytes) if (offset or nbytes
+                                                              != self.capacity) else self.buffer
+        return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data),
+                         self.buffer)
+
+    def release(self, layer) -> None:
+        """Drop what the layer of a probing step holds of its own buffers (its launches, kept
+        arrays and attributes such as `cols`): it is bound again before anything runs."""
+        handed = {id(a) for a in self.handed}
+        for name, value in list(vars(layer).items()):
+            if id(value) in handed:
+                setattr(layer, name, None)
+        layer.attach(layer.runtime)
+        self.handed = []
+
+    def allocate(self) -> None:
+        """One scratch for the largest step's need (the probing buffers are gone by now)."""
+        need = max(self.needs.values(), default=0)
+        if not self.naive and need > self.capacity:
+            self.buffer = None  # the old scratch (a rebuild's) before the new one
+            self.buffer = self.runtime.buffer(need)
+
+    @property
+    def total(self) -> int:
+        """Bytes of workspace held: the shared scratch, or the sum of the naive buffers."""
+        return sum(self.needs.values()) if self.naive else self.capacity
+
+
+# Kernels that read x[i] and then write y[i] at the same index, and nothing else: their output
+# may take their input's bytes when that input is read by nobody afterwards (clkernels/relu.cl,
+# clkernels/activation.cl). Any other kernel is left alone: a kernel that reads neighbours
+# (a convolution, a softmax) would read values it has already overwritten.
+IN_PLACE_STEMS = ("relu", "activation")
+
+
+def in_place_outputs(steps, tensors, views, keep, may_reuse) -> dict[str, str]:
+    """{output: input} of the elementwise steps that may compute in place: the step's kernel
+    is one of IN_PLACE_STEMS (`may_reuse(layer)` also says the layer allocates its output as
+    any layer does), the input owns its bytes (not a view), is not a graph port (`keep`), has
+    this step as its last reader, and has the output's size."""
+    last = {t.name: t.last for t in tensors}
+    size = {t.name: t.size for t in tensors}
+    pairs: dict[str, str] = {}
+    for step, op in enumerate(steps):
+        if (getattr(op.layer, "stem", None) not in IN_PLACE_STEMS or len(op.inputs) != 1
+                or len(op.outputs) != 1 or not may_reuse(op.layer)):
+            continue
+        source, target = op.inputs[0].name, op.outputs[0].name
+        source = views.get(source, source)  # an alias (kuiper/passes/) names its operand
+        if (source in views or source in keep or last.get(source) != step
+                or size.get(source) != size.get(target)):
+            continue
+        pairs[target] = source
+    return pairs

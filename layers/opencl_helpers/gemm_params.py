@@ -1,0 +1,139 @@
+"""The GEMM kernels' parameter sets: which tile sizes exist, which fit a device, their -D options.
+
+Kept apart from the launch code (gemm.py) because the cost model (cost_model.py) ranks these sets
+and gemm.py asks the cost model for the best one: each imports this file, not the other.
+"""
+
+from __future__ import annotations
+
+# A *parameter set* is a dict naming the kernel family and its -D sizes (see gemm_tiled.h and
+# gemm_blocked.h), e.g. {"kernel": "gemm_tiled", "TILE_M": 128, ...}; plain JSON, so the tuning
+# cache stores it as is. "GROUP_N"/"GROUP_M" (gemm_blocked) are the work-group's shape, a launch
+# setting rather than a -D option.
+
+
+def tiled(tm: int, tn: int, tk: int, wm: int, wn: int, vec: int = 4, lds_vec: int = 0) -> dict:
+    return {"kernel": "gemm_tiled", "TILE_M": tm, "TILE_N": tn, "TILE_K": tk, "WPT_M": wm,
+            "WPT_N": wn, "VEC": vec, "LDS_VEC": lds_vec}
+
+
+def blocked(block_n: int, block_k: int, group_n: int = 4, group_m: int = 4,
+            m_fastest: int = 0) -> dict:
+    return {"kernel": "gemm_blocked", "BLOCK_N": block_n, "BLOCK_K": block_k,
+            "GROUP_N": group_n, "GROUP_M": group_m, "M_FASTEST": m_fastest}
+
+
+# GPU parameter sets, the default first. Measured on an NVIDIA H100 80GB HBM3 (NVIDIA OpenCL,
+# driver 580.159.04; fp32 peak ~67 TFLOP/s), median of 10 kernel times, TFLOP/s; "lds4": the
+# work-item's block side by side, read from local memory as float4 (LDS_VEC=1):
+#                          4096^3  1024^3  ResNet-18 3x3 convs as GEMMs, b32 (b1)
+#                                          stage 1       stage 2       stage 4
+#   128x128x16 8x8 v4      32.0    13.6    14.6 (2.6)    23.9          10.9 (0.35)
+#   128x64x16  8x8 v4      29.7    22.4    16.7 (4.4)    17.5          17.4 (0.59)
+#   64x128x16  8x8 v4      30.3    22.4    25.2          17.8          11.1 (0.60)
+#   64x64x32   8x8 v4      29.0    13.8    28.5          22.0          10.6 (0.37)
+#   64x64x16   8x8 v4      27.4    20.4    26.6          16.2          16.2 (0.54)
+#   64x64x16   4x4 v1      24.1    20.7    23.5 (5.4)    20.0          16.3 (0.78)
+#   64x64x16   4x4 v4 lds4 25.6     -      24.6 (6.3)    20.9          17.5 (0.96)
+#   64x32x32   4x4 v4 lds4 22.3     -      21.6 (7.7)    18.3          16.5 (1.11)
+#   32x32x32   4x4 v4 lds4 20.6     -      19.9 (8.9)    18.0          15.9 (1.41)
+#   (128x128x16 8x8 lds4:  31.2; 32x32x32 4x4 without lds4: 19.3, b1 stage 4 1.24)
+# Before: 64x64x16 4x4 scalar loads, single-buffered, 17.9 at 4096^3. Vector loads matter most
+# for 8x8 blocks (128x128: v1 19.5, v2 31.7, v4 32.0); float4 local reads help 4x4 blocks only.
+# Batch-1 shapes have too few work-groups for any tile size (split-K's and implicit GEMM's job).
+GPU_PARAMETER_SETS = [
+    tiled(128, 128, 16, 8, 8),   # big problems: 256 work-items, 64 results each
+    tiled(128, 64, 16, 8, 8),    # 128 work-items
+    tiled(64, 128, 16, 8, 8),
+    tiled(64, 64, 32, 8, 8),     # 64 work-items, 4x more work-groups: narrow problems
+    tiled(64, 64, 16, 8, 8),
+    tiled(64, 64, 16, 4, 4, 1),  # the textbook kernel of lesson 11 (was the only one)
+    tiled(64, 64, 16, 4, 4, lds_vec=1),
+    tiled(64, 32, 32, 4, 4, lds_vec=1),
+    tiled(32, 32, 32, 4, 4, lds_vec=1),   # small problems (batch 1): the most work-groups
+]
+# CPU parameter sets (PoCL 3.0, 2 cores of a Xeon with AVX-512), GFLOP/s, best of noisy runs
+# on a shared VM (+-20%):       256^3  1024^3  2048^3
+#   8x16 k256 group 2x8           -      210     193
+#   8x16 k256 group 8x8 m-first   -      189     185
+#   8x16 k64  group 4x4           -      186     167
+#   8x8  k256 group 4x4          155     133     115
+#   8x16 no K blocking           279     106      53
+#   8x8  no K blocking (before)  171      64      50
+# NumPy's sgemm (OpenBLAS) does 190-200 at 1024^3 and 2048^3 on the same machine.
+CPU_PARAMETER_SETS = [
+    blocked(16, 256, 2, 8),
+    blocked(16, 256, 8, 8, 1),
+    blocked(16, 64),
+    blocked(8, 256),
+    blocked(16, 0),              # small K: one pass, no barrier
+    blocked(8, 0),               # the kernel before K blocking (AVX2-sized)
+]
+
+# None: gemm_blocked on CPU devices, gemm_tiled elsewhere (see gemm.h for why). Tests set it
+# to run both kernel families on whatever device they have.
+FORCE_GEMM: str | None = None
+
+
+def is_cpu(device) -> bool:
+    import pyopencl as cl
+
+    return bool(device.type & cl.device_type.CPU)
+
+
+def weight_gemm_family(device) -> str:
+    """Which kernel of gemm.h `weight_gemm_launch` binds on `device`."""
+    if FORCE_GEMM is not None:
+        return FORCE_GEMM
+    return "gemm_blocked" if is_cpu(device) else "gemm_tiled"
+
+
+def gemm_parameter_sets(device) -> list[dict]:
+    """Every parameter set of the family for `device` that fits it (local memory, work-group
+    size); the first is the default before the cost model looks at the shape."""
+    family = weight_gemm_family(device)
+    sets = GPU_PARAMETER_SETS if family == "gemm_tiled" else CPU_PARAMETER_SETS
+    return [p for p in sets if fits(p, device)]
+
+
+def work_group_size(params: dict) -> int:
+    if params["kernel"] == "gemm_tiled":
+        return (params["TILE_M"] // params["WPT_M"]) * (params["TILE_N"] // params["WPT_N"])
+    return params["GROUP_N"] * params["GROUP_M"]
+
+
+def fits(params: dict, device) -> bool:
+    """False when the device cannot run `params` (too many work-items, too much local memory)."""
+    if work_group_size(params) > int(device.max_work_group_size):
+        return False
+    if params["kernel"] == "gemm_tiled":  # two buffers of each slab, one spare column per row
+        words = 2 * params["TILE_K"] * (params["TILE_M"] + params["TILE_N"] + 8)
+        return words * 4 <= int(device.local_mem_size)
+    return True
+
+
+def gemm_options(params: dict) -> list[str]:
+    """The -D options of a parameter set (the launch-only keys left out)."""
+    return [f"-D{k}={v}" for k, v in params.items() if k not in ("kernel", "GROUP_N",
+                                                                  "GROUP_M")]
+
+
+def program_options(params: dict, epilogue=None) -> list[str]:
+    """Build options of a program that includes gemm.h: the parameter set's and the epilogue's.
+    Other kernels of the same program (im2col) are built with the same options, so that one
+    compilation serves both."""
+    return gemm_options(params) + (epilogue.opencl_options() if epilogue else [])
+
+
+def describe_params(params: dict) -> str:
+    """Short text for tables: 'tiled 128x128x16 8x8 v4', 'blocked 8x16 k256 4x4 m'."""
+    if not params:
+        return "-"
+    if params.get("kernel") == "gemm_tiled":
+        return (f"tiled {params['TILE_M']}x{params['TILE_N']}x{params['TILE_K']} "
+                f"{params['WPT_M']}x{params['WPT_N']} v{params['VEC']}"
+                + (" lds4" if params.get("LDS_VEC") else ""))
+    if params.get("kernel") == "gemm_blocked":
+        return (f"blocked 8x{params['BLOCK_N']} k{params['BLOCK_K'] or '-'} "
+                f"{params['GROUP_N']}x{params['GROUP_M']}{' m' if params['M_FASTEST'] else ''}")
+    return ",".join(f"{k}={v}" for k, v in params.items())

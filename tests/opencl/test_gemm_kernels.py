@@ -1,0 +1,157 @@
+"""Every parameter set of gemm.h (both families, whatever the device) against NumPy.
+
+The selector and `kuiper tune` may pick any set of GPU_PARAMETER_SETS / CPU_PARAMETER_SETS, so
+each is run here on awkward shapes: sizes of 1, sizes just above and below the tiles (63, 65,
+129), K not a multiple of any TILE_K or BLOCK_K, a batch of grouped products, the transposed
+layouts (TRANS_A: conv_transpose's weight; TRANS_B: linear's), both bias modes, and a fused
+epilogue (activation + residual) in the store.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kuiper
+from kuiper.layers.common.epilogue import Epilogue
+from kuiper.layers.opencl_helpers import gemm
+from kuiper.tools.testing import assert_close, write_operator_model
+from tests.conftest import opencl_available
+
+pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+
+# (stem, TRANS_A, TRANS_B): the programs that include gemm.h
+LAYOUTS = [("conv2d", False, False), ("conv_transpose2d", True, False), ("linear", False, True)]
+ALL_SETS = gemm.GPU_PARAMETER_SETS + gemm.CPU_PARAMETER_SETS
+SHAPES = [(1, 1, 1), (7, 63, 65), (65, 129, 7), (129, 7, 63), (63, 65, 300)]
+
+
+class GemmLayer:
+    """Just enough of an OpenCLLayer for weight_gemm_launch: a runtime and the program of one
+    kernel file."""
+
+    def __init__(self, runtime, stem: str):
+        self.runtime, self.stem = runtime, stem
+
+    def kernel(self, name, options=()):
+        return self.runtime.kernel(self.stem, name, options)
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    from kuiper.opencl.runtime import OpenCLRuntime
+
+    return OpenCLRuntime.shared()
+
+
+def label(params: dict) -> str:
+    return gemm.describe_params(params).replace(" ", "_")
+
+
+def run_gemm(runtime, stem, trans_a, trans_b, m, n, k, params, rng, groups=1, batch=1,
+             bias_mode=gemm.BIAS_NONE, epilogue=None, residual=None):
+    """C[z] = A[z % groups] @ B[z] on the device with `params`; returns (C, A, B, bias)."""
+    z = groups * batch
+    a = rng.standard_normal((groups, k, m) if trans_a else (groups, m, k)).astype(np.float32)
+    b = rng.standard_normal((z, n, k) if trans_b else (z, k, n)).astype(np.float32)
+    bias = rng.standard_normal(groups * m if bias_mode == gemm.BIAS_PER_ROW else n)
+    bias = bias.astype(np.float32)
+    da, db, dbias = (runtime.to_device(v) for v in (a, b, bias))
+    dc = runtime.empty((z, m, n))
+    dres = runtime.to_device(residual) if residual is not None else None
+    launch = gemm.weight_gemm_launch(
+        GemmLayer(runtime, stem), m, n, k, da.data, m * k, db.data, k * n, dc.data, m * n,
+        dbias.data if bias_mode else None, bias_mode, groups=groups, batch=batch,
+        params=params, epilogue=epilogue, residual=None if dres is None else dres.data)
+    runtime.cl.enqueue_nd_range_kernel(runtime.queue, launch.kernel, launch.global_size,
+                                       launch.local_size)
+    return dc.get(), a, b, bias
+
+
+def expected_gemm(a, b, bias, trans_a, trans_b, groups, bias_mode):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if trans_a:
+        a64 = a64.transpose(0, 2, 1)
+    if trans_b:
+        b64 = b64.transpose(0, 2, 1)
+    z = b64.shape[0]
+    c = np.stack([a64[i % groups] @ b64[i] for i in range(z)])
+    m = c.shape[1]
+    if bias_mode == gemm.BIAS_PER_ROW:
+        c += np.stack([bias[(i % groups) * m:(i % groups + 1) * m, None] for i in range(z)])
+    elif bias_mode == gemm.BIAS_PER_COLUMN:
+        c += bias
+    return c
+
+
+def fits_here(runtime, params):
+    if not gemm.fits(params, runtime.device):
+        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name} "
+                    "(work-group size or local memory)")
+
+
+@pytest.mark.parametrize("params", ALL_SETS, ids=label)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda t: t[0])
+def test_every_parameter_set_on_awkward_shapes(runtime, rng, params, layout):
+    fits_here(runtime, params)
+    stem, trans_a, trans_b = layout
+    for m, n, k in SHAPES:
+        c, a, b, bias = run_gemm(runtime, stem, trans_a, trans_b, m, n, k, params, rng)
+        assert_close(c, expected_gemm(a, b, bias, trans_a, trans_b, 1, gemm.BIAS_NONE),
+                     what=f"{stem} {gemm.describe_params(params)} M,N,K={m},{n},{k}")
+
+
+@pytest.mark.parametrize("params", ALL_SETS, ids=label)
+def test_groups_batch_and_bias(runtime, rng, params):
+    """z = batch x groups products, A shared per group, bias per row of each group and per
+    column: the convolution's and the linear layer's cases."""
+    fits_here(runtime, params)
+    for bias_mode, stem, trans_b in ((gemm.BIAS_PER_ROW, "conv2d", False),
+                                     (gemm.BIAS_PER_COLUMN, "linear", True)):
+        c, a, b, bias = run_gemm(runtime, stem, False, trans_b, 33, 70, 45, params, rng,
+                                 groups=3, batch=2, bias_mode=bias_mode)
+        assert_close(c, expected_gemm(a, b, bias, False, trans_b, 3, bias_mode),
+                     what=f"{gemm.describe_params(params)} bias mode {bias_mode}")
+
+
+@pytest.fixture(scope="module")
+def silu_operator(tmp_path_factory):
+    """A real SiLU operator, loaded on OpenCL: its layer's expression is what fuses."""
+    folder = tmp_path_factory.mktemp("silu")
+    path = write_operator_model(folder, "nn.SiLU", [np.zeros((2, 3), np.float32)])
+    graph = kuiper.load(path, backend="opencl")
+    return next(op for op in graph.order if op.type == "nn.SiLU")
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+@pytest.mark.parametrize("params", [gemm.GPU_PARAMETER_SETS[0], gemm.GPU_PARAMETER_SETS[-1],
+                                    gemm.CPU_PARAMETER_SETS[0], gemm.CPU_PARAMETER_SETS[-1]],
+                         ids=label)
+@pytest.mark.parametrize("residual_first", [True, False])
+def test_epilogue_in_the_store(runtime, rng, silu_operator, params, residual_first):
+    """act(C + bias + r) or act(C + bias) + r, r read at the flat output index (z, row, col)."""
+    fits_here(runtime, params)
+    m, n, k, groups, batch = 19, 37, 23, 2, 2
+    residual = rng.standard_normal((groups * batch, m, n)).astype(np.float32)
+    epilogue = Epilogue(activation=silu_operator, residual="r", residual_first=residual_first)
+    c, a, b, bias = run_gemm(runtime, "conv2d", False, False, m, n, k, params, rng,
+                             groups=groups, batch=batch, bias_mode=gemm.BIAS_PER_ROW,
+                             epilogue=epilogue, residual=residual)
+    plain = expected_gemm(a, b, bias, False, False, groups, gemm.BIAS_PER_ROW)
+    expected = silu(plain + residual) if residual_first else silu(plain) + residual
+    assert_close(c, expected)
+
+
+def test_parameter_sets_are_what_the_families_promise():
+    """Each GPU set divides into whole work-items and whole vector loads; each CPU set uses a
+    vector width gemm_blocked.h has (8 or 16)."""
+    for p in gemm.GPU_PARAMETER_SETS:
+        assert p["TILE_M"] % p["WPT_M"] == 0 and p["TILE_N"] % p["WPT_N"] == 0, p
+        assert p["TILE_K"] % p["VEC"] == 0 and p["TILE_M"] % p["VEC"] == 0, p
+        assert p["TILE_N"] % p["VEC"] == 0, p
+    for p in gemm.CPU_PARAMETER_SETS:
+        assert p["BLOCK_N"] in (8, 16) and p["BLOCK_K"] >= 0, p
+    assert len({gemm.describe_params(p) for p in ALL_SETS}) == len(ALL_SETS)

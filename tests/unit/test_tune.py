@@ -1,0 +1,197 @@
+"""`kuiper tune` and its cache (kuiper/opencl/tuning.py, kuiper/tools/tune.py).
+
+The cache: a round trip, its keys (device name *and* driver version), a corrupt or foreign
+file ignored with a warning, an unwritable cache dir refused with a clear error. The command:
+on a small model, it writes the cache, the next load uses it ("tuned" in `kuiper info`), and
+its table and JSON say what won and by how much.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import kuiper
+from kuiper.log import KuiperWarning
+from kuiper.opencl import tuning
+from kuiper.tools.testing import write_operator_model
+from tests.conftest import opencl_available
+
+needs_opencl = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+
+
+def fake_device(name="GPU 9000", driver="1.0"):
+    """What tuning.py reads of a pyopencl Device."""
+    return SimpleNamespace(name=name, driver_version=driver,
+                           platform=SimpleNamespace(name="Some Platform"))
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("KUIPER_CACHE_DIR", str(folder))
+    return folder
+
+
+WINNER = {"algorithm": "im2col_gemm", "params": {"kernel": "gemm_tiled", "TILE_M": 64},
+          "seconds": 1.5e-4}
+
+
+def test_round_trip_and_keys(cache_dir):
+    device = fake_device()
+    path = tuning.store(device, {"conv:a": WINNER})
+    assert path == cache_dir / "tuning.json" and path.exists()
+    assert tuning.lookup(device, "conv:a") == WINNER
+    assert tuning.lookup(device, "conv:b") is None
+    # another driver version or another device: measurements do not carry over
+    assert tuning.lookup(fake_device(driver="2.0"), "conv:a") is None
+    assert tuning.lookup(fake_device(name="GPU 9001"), "conv:a") is None
+    # a second store adds, keeps the first, and the file is read again once it changed
+    tuning.store(device, {"conv:b": dict(WINNER, seconds=2e-4)})
+    assert tuning.lookup(device, "conv:a") == WINNER
+    assert tuning.lookup(device, "conv:b")["seconds"] == 2e-4
+    data = json.loads(path.read_text())
+    assert data["version"] == tuning.VERSION
+    assert list(data["devices"]) == ["Some Platform / GPU 9000 | 1.0"]
+
+
+def test_keys_of_problems():
+    assert tuning.gemm_key(5, 33, 70, trans_b=True) == "gemm:m5n33k70z1_tb"
+    assert tuning.gemm_key(5, 33, 70) == "gemm:m5n33k70z1"
+    problem = SimpleNamespace(key="n1c3o8g1_i1x8x8")
+    assert tuning.conv_key(problem) == "conv:n1c3o8g1_i1x8x8"
+
+
+@pytest.mark.parametrize("content", ["{not json", '["a list"]', '{"version": 99, "devices": {}}',
+                                     '{"version": 1, "devices": {"x": 3}}', "\udcff"])
+def test_a_corrupt_cache_is_ignored_with_a_warning(cache_dir, content):
+    cache_dir.mkdir()
+    (cache_dir / "tuning.json").write_text(content, errors="surrogateescape")
+    with pytest.warns(KuiperWarning, match="tuning cache .* ignored"):
+        assert tuning.lookup(fake_device(), "conv:a") is None
+    # storing over it replaces it with a valid file
+    tuning.store(fake_device(), {"conv:a": WINNER})
+    assert tuning.lookup(fake_device(), "conv:a") == WINNER
+
+
+def test_a_malformed_entry_is_no_winner(cache_dir):
+    tuning.store(fake_device(), {"conv:a": {"algorithm": 3}, "conv:b": "fast"})
+    assert tuning.lookup(fake_device(), "conv:a") is None
+    assert tuning.lookup(fake_device(), "conv:b") is None
+
+
+def test_an_unwritable_cache_dir_is_a_clear_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("KUIPER_CACHE_DIR", str(blocker / "cache"))
+    with pytest.raises(tuning.TuningError, match="cannot write the tuning cache .*KUIPER_CACHE"):
+        tuning.store(fake_device(), {"conv:a": WINNER})
+    assert issubclass(tuning.TuningError, kuiper.KuiperError)
+
+
+# --- the command --------------------------------------------------------------------------------
+def run_main(capsys, *args):
+    from kuiper.tools.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["kuiper", *args], code, out, err)
+
+
+@pytest.fixture
+def conv_model(tmp_path, rng):
+    x = rng.standard_normal((1, 5, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
+    params = {"in_channels": 5, "out_channels": 6, "kernel_size": (3, 3), "stride": (1, 1),
+              "padding": (1, 1), "dilation": (1, 1), "groups": 1, "bias": False,
+              "padding_mode": "zeros"}
+    return write_operator_model(tmp_path, "nn.Conv2d", [x], params=params, weights={"weight": w})
+
+
+@needs_opencl
+def test_tune_writes_the_cache_and_the_next_load_uses_it(capsys, cache_dir, conv_model):
+    result = run_main(capsys, "tune", conv_model, "--runs", "2")
+    assert result.returncode == 0, result.stderr
+    assert "tuning 1/1: conv op0" in result.stderr          # progress, at INFO
+    header = result.stdout.splitlines()[0].split()
+    assert header[:4] == ["layer", "kind", "algorithm", "params"] and "GFLOP/s" in header
+    row = result.stdout.splitlines()[2].split()
+    assert row[0] == "op0" and row[1] == "conv" and row[-1].endswith("x")
+    assert float(row[-1][:-1]) >= 1.0      # the winner is at least as fast as the model's pick
+    assert (cache_dir / "tuning.json").exists()
+    graph = kuiper.load(conv_model, backend="opencl")
+    layer = next(op.layer for op in graph.order if op.type == "nn.Conv2d")
+    assert layer.algorithm_reason == "tuned" and layer.algorithm == row[2]
+    info = run_main(capsys, "info", conv_model, "--backend", "opencl")
+    assert info.returncode == 0
+    line = next(li for li in info.stdout.splitlines() if li.startswith("op0 ") and "tuned" in li)
+    assert layer.algorithm in line
+    document = json.loads(run_main(capsys, "info", conv_model, "--backend", "opencl",
+                                   "--json").stdout)
+    assert document["kernels"][0]["reason"] == "tuned"
+
+
+@needs_opencl
+def test_tune_json(capsys, cache_dir, conv_model):
+    result = run_main(capsys, "tune", conv_model, "--runs", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    (problem,) = document["problems"]
+    timed = [c["seconds"] for c in problem["candidates"] if c["seconds"] is not None]
+    assert problem["best"]["seconds"] == min(timed)
+    assert problem["cost_model"]["algorithm"] in {c["algorithm"] for c in problem["candidates"]}
+    assert document["cache"] == str(cache_dir / "tuning.json")
+
+
+def test_tune_usage_errors(capsys, conv_model):
+    assert run_main(capsys, "tune", conv_model, "--backend", "cpu").returncode == 2
+    result = run_main(capsys, "tune", conv_model, "--runs", "0")
+    assert result.returncode == 1 and "--runs 0" in result.stderr
+    result = run_main(capsys, "tune", "missing.pnnx.param")
+    assert result.returncode == 1 and "missing.pnnx.param" in result.stderr
+
+
+@needs_opencl
+@pytest.mark.slow
+def test_tune_an_exported_model(capsys, cache_dir, export_model):
+    """A pnnx export with convolutions of three kinds and a linear head: every distinct
+    problem is tuned once (two equal convolutions share one), and the tuned graph still
+    computes what PyTorch does."""
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.b = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.c = torch.nn.Conv2d(8, 8, 1)
+            self.d = torch.nn.Conv2d(8, 8, 1)
+            self.fc = torch.nn.Linear(8, 5)
+
+        def forward(self, x):
+            y = self.d(self.c(torch.relu(self.b(self.a(x)))))
+            return self.fc(y.mean((2, 3)))
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    x = torch.randn(1, 3, 10, 12)
+    path = export_model("tune_net", net, (x,))
+    result = run_main(capsys, "tune", str(path), "--runs", "1")
+    assert result.returncode == 0, result.stderr
+    rows = [re.split(r"\s{2,}", r) for r in result.stdout.splitlines()[2:-1]]
+    assert [r[1] for r in rows] == ["conv", "conv", "conv", "gemm"]
+    assert rows[2][0].endswith("(+1)")       # c and d: one problem
+    graph = kuiper.load(path, backend="opencl")
+    reasons = {op.name: op.layer.algorithm_reason for op in graph.order
+               if getattr(op.layer, "algorithm", "")}
+    assert set(reasons.values()) == {"tuned"}
+    with torch.no_grad():
+        np.testing.assert_allclose(graph(x.numpy()), net(x).numpy(), rtol=1e-4, atol=1e-4)
