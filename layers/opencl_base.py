@@ -189,15 +189,16 @@ class OpenCLLayer(Layer):
         `wait_for` (the producers' events), so the layer is correct on an out-of-order queue."""
         if self.host_fallback is not None:
             return self.host_fallback.enqueue(queue, wait_for)
-        cl = self.runtime.cl
+        enqueue = self.runtime.cl.enqueue_nd_range_kernel
+        chain = self.runtime.out_of_order  # an in-order queue keeps the launches in order anyway
         events = list(wait_for)
         self.events = []  # every launch of this run: a profiling queue times them (kuiper bench)
         for launch in self.launches:
-            event = cl.enqueue_nd_range_kernel(queue, launch.kernel, launch.global_size,
-                                               launch.local_size, wait_for=events or None)
+            event = enqueue(queue, launch.kernel, launch.global_size, launch.local_size,
+                            wait_for=events or None)
             self.events.append(event)
-            events = [event]
-        return events
+            events = [event] if chain else []
+        return self.events[-1:] if self.events else list(wait_for)
 
     def forward(self, inputs):  # pragma: no cover - OpenCL layers run through enqueue
         raise NotImplementedError("OpenCL layers run through the OpenCL executor")

@@ -83,6 +83,23 @@ class DeviceMemory:
     def __init__(self, runtime, plan: Plan):
         self.runtime, self.plan = runtime, plan
         self.blocks = [runtime.buffer(size) for size in plan.block_sizes]
+        self.subs: list = []  # every sub-buffer handed out, released before the blocks
+
+    def release(self) -> None:
+        """Free the sub-buffers, then the blocks, in that order and now (close, rebuild).
+
+        OpenCL lets a parent go before its sub-buffers, but NVIDIA's driver crashed when
+        Python's garbage collector freed them in another order (a segfault in graph.close()
+        on an H100, driver 580): so they are released explicitly, the newest sub-buffer first,
+        once the queue is idle. Arrays still held by layers then point at released buffers;
+        they are never enqueued again (the graph is closed, or every layer is bound anew).
+        Every array on a block keeps this object alive (`_on_block`), so when nobody calls
+        release (a graph dropped without close()), `__del__` still releases in that order."""
+        release_children_first(self.runtime, self.subs, self.blocks)
+        self.subs, self.blocks = [], []
+
+    def __del__(self) -> None:
+        self.release()
 
     def array(self, name: str, shape, dtype):
         import pyopencl.array as cla
@@ -95,11 +112,34 @@ class DeviceMemory:
             data = block
         else:
             data = block.get_sub_region(offset, nbytes)
-        return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data), block)
+            self.subs.append(data)
+        return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data), self)
 
 
-def _on_block(array, block):
-    array.kuiper_block = block  # the parent lives (and stays counted) while the array does
+def release_children_first(runtime, subs: list, parents: list) -> None:
+    """Wait for the queue, then release `subs` (sub-buffers), newest first, then `parents`.
+
+    The order matters on NVIDIA's driver (580, H100): releasing a sub-buffer while a younger
+    sub-buffer overlapping it (memory reuse: they never live at the same time) is still
+    alive, both having been used by kernels, crashes the process. Newest first never does
+    (measured on the device with two overlapping sub-buffers, in both orders)."""
+    if not subs and not parents:
+        return
+    try:
+        runtime.queue.finish()
+        for buffer in [*reversed(subs), *parents]:
+            try:
+                buffer.release()
+            except runtime.cl.LogicError:  # released already
+                pass
+    except Exception:  # noqa: BLE001 - interpreter shutdown (__del__): the context is gone
+        pass
+
+
+def _on_block(array, owner):
+    """Keep `owner` (the DeviceMemory or Workspaces holding the array's block) alive, and with
+    it the block (still counted by the runtime), while the array lives."""
+    array.kuiper_block = owner
     return array
 
 
@@ -119,6 +159,16 @@ class Workspaces:
     needs: dict[int, int] = field(default_factory=dict)  # step -> bytes it asked for
     probing: set[int] = field(default_factory=set)       # steps bound to buffers of their own
     handed: list = field(default_factory=list)           # those buffers, to release
+    subs: list = field(default_factory=list)             # sub-buffers of `buffer` handed out
+
+    def free(self) -> None:
+        """Release the scratch's sub-buffers, then the scratch (see DeviceMemory.release)."""
+        release_children_first(self.runtime, self.subs,
+                               [self.buffer] if self.buffer is not None else [])
+        self.subs, self.buffer = [], None
+
+    def __del__(self) -> None:
+        self.free()
 
     @property
     def capacity(self) -> int:
@@ -149,8 +199,9 @@ class Workspaces:
             return array
         data = self.buffer.get_sub_region(offset, nbytes) if (offset or nbytes
                                                               != self.capacity) else self.buffer
-        return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data),
-                         self.buffer)
+        if data is not self.buffer:
+            self.subs.append(data)
+        return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data), self)
 
     def release(self, layer) -> None:
         """Drop what the layer of a probing step holds of its own buffers (its launches, kept
@@ -166,7 +217,7 @@ class Workspaces:
         """One scratch for the largest step's need (the probing buffers are gone by now)."""
         need = max(self.needs.values(), default=0)
         if not self.naive and need > self.capacity:
-            self.buffer = None  # the old scratch (a rebuild's) before the new one
+            self.free()  # the old scratch (and its sub-buffers) before the new one
             self.buffer = self.runtime.buffer(need)
 
     @property

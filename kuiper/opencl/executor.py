@@ -107,8 +107,7 @@ class OpenCLExecutor:
         self.memory_plan = None                   # its plan (None: naive, a buffer each)
         self.memory_strategy = "naive"
         self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
-        self._device_memory = None  # the old blocks go before the new ones are allocated
-        self.workspaces = Workspaces(self.runtime, self.runtime.base_alignment)
+        self._free_memory()  # the old blocks go before the new ones are allocated
         self._bind_all()
         # Operators without an OpenCL layer, run on the host between a download and an upload,
         # and those whose layer fell back to the host for these shapes (fall_back_to_host)
@@ -209,6 +208,10 @@ class OpenCLExecutor:
             self.arrays[name] = self.arrays.get(plan.resolve(name))
         # what each step waits for: its inputs (resolved) and its epilogue's residual
         self.reads = {op.name: plan.step_inputs(op) for op, _ in self.steps}
+        # the steps whose outputs have a data-dependent size, computed on the device
+        self.device_dynamic = {op.name for op, runner in self.steps
+                               if has_device_dynamic_outputs(runner)
+                               and any(self.graph.specs[o.name].dynamic for o in op.outputs)}
 
     def _bind_workspaces(self, bound: dict) -> None:
         """The layers that asked for workspaces got buffers of their own on their first bind,
@@ -333,12 +336,18 @@ class OpenCLExecutor:
                                                 is_blocking=False)]
             if name in early:
                 early[name] = self._download(name, events.get(name, []))
+        # An in-order queue runs its commands one after the other: a kernel never starts
+        # before its producers end, so no event lists are needed (building and passing them
+        # cost about as much as the launch itself; at batch 1 on a GPU the launches are most
+        # of the time). An out-of-order queue needs them to be correct.
+        in_order = not self.runtime.out_of_order
         for op, runner in self.steps:
             wait_for = []
-            for name in self.reads[op.name]:
-                for event in events.get(name, ()):
-                    if event not in wait_for:
-                        wait_for.append(event)
+            if not in_order:
+                for name in self.reads[op.name]:
+                    for event in events.get(name, ()):
+                        if event not in wait_for:
+                            wait_for.append(event)
             start = time.perf_counter()
             try:
                 done = runner.enqueue(queue, wait_for)
@@ -355,8 +364,7 @@ class OpenCLExecutor:
                 events[operand.name] = done
                 if operand.name in early:  # before a later operator reuses its bytes
                     early[operand.name] = self._download(operand.name, done)
-            if has_device_dynamic_outputs(runner) and any(
-                    graph.specs[o.name].dynamic for o in op.outputs):
+            if op.name in self.device_dynamic:
                 # A data-dependent size: wait, and keep the used part of each output (host)
                 cl.wait_for_events(done) if done else queue.finish()
                 for operand, array in zip(op.outputs, runner.dynamic_outputs(queue)):
@@ -406,6 +414,15 @@ class OpenCLExecutor:
             self._unoptimized = None
         self.arrays, self.steps, self.folded = {}, [], set()
         self.last_events, self.dynamic_values = {}, {}
+        self._free_memory()
+
+    def _free_memory(self) -> None:
+        """Release the memory plan's blocks and the shared scratch, sub-buffers first
+        (kuiper/memory/device.py says why), and start a fresh scratch."""
+        if getattr(self, "_device_memory", None) is not None:
+            self._device_memory.release()
+        if getattr(self, "workspaces", None) is not None:
+            self.workspaces.free()
         self._device_memory = None  # the arena or pooled blocks of the memory plan
         self.workspaces = Workspaces(self.runtime, self.runtime.base_alignment)
 

@@ -85,6 +85,17 @@ class Epilogue:
     def __bool__(self) -> bool:
         return bool(self.before or self.after or self.residual is not None)
 
+    @classmethod
+    def around(cls, activation: Any = None, residual: str | None = None,
+               residual_first: bool = True, absorbed: tuple[str, ...] = ()) -> Epilogue:
+        """The two common shapes, built by hand (tests, lessons): act(y + r) when
+        `residual_first`, else act(y) + r; act(y) without a residual. `activation`: a
+        RuntimeOperator whose layer is an activation (or None)."""
+        steps = (Step(activation),) if activation is not None else ()
+        if residual is not None and residual_first:
+            return cls(before=(), residual=residual, after=steps, absorbed=absorbed)
+        return cls(before=steps, residual=residual, after=(), absorbed=absorbed)
+
     @property
     def steps(self) -> tuple[Step, ...]:
         return self.before + self.after

@@ -77,7 +77,7 @@ def utilisation(params: dict, groups: int, device: Any) -> float:
     empty."""
     rates = device_rates(device)
     units = max(1, int(device.max_compute_units)) if device is not None else 2
-    if rates.is_cpu:
+    if rates.is_cpu or params["kernel"] != "gemm_tiled":  # (gemm_blocked forced on a GPU)
         waves = -(-groups // units)
         return groups / (waves * units)
     warps = -(-work_group_size(params) // 32)

@@ -51,7 +51,7 @@ def activation_epilogue(op_type: str, residual: bool = False, residual_first: bo
     """An Epilogue whose activation is a real OpenCL activation layer (`op_type`)."""
     op = RuntimeOperator("act", op_type, params=dict(params))
     op.layer = registry.lookup(op_type, "opencl").from_operator(op)
-    return Epilogue(activation=op, residual="res" if residual else None,
+    return Epilogue.around(activation=op, residual="res" if residual else None,
                     residual_first=residual_first, absorbed=("act",))
 
 

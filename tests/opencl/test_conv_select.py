@@ -250,7 +250,7 @@ def test_epilogue_in_each_algorithms_store(tmp_path, rng, relu6_operator, name, 
     op = next(op for op in graph.order if op.type.startswith("nn.Conv"))
     plain = torch_conv(case, x, w, b)
     r = rng.standard_normal(plain.shape).astype(np.float32) * 3
-    epilogue = Epilogue(activation=relu6_operator, residual=None if residual_first is None
+    epilogue = Epilogue.around(activation=relu6_operator, residual=None if residual_first is None
                         else "r", residual_first=bool(residual_first))
     with forced(name):
         layer, y = bind_alone(graph, op, x, epilogue, None if residual_first is None else r)
@@ -270,7 +270,7 @@ def test_epilogue_in_the_linear_store(tmp_path, rng, relu6_operator):
     graph = kuiper.load(path, backend="opencl")
     op = next(op for op in graph.order if op.type == "nn.Linear")
     r = rng.standard_normal((3, 4, 17)).astype(np.float32)
-    epilogue = Epilogue(activation=relu6_operator, residual="r", residual_first=True)
+    epilogue = Epilogue.around(activation=relu6_operator, residual="r", residual_first=True)
     layer, y = bind_alone(graph, op, x, epilogue, r)
     assert layer.epilogue_in_kernel
     assert_close(y, np.clip(F.linear(*map(torch.from_numpy, (x, w, b))).numpy() + r, 0, 6))

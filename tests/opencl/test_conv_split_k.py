@@ -143,3 +143,14 @@ def test_cost_model_splits_resnet_stage4_on_a_gpu():
     assert split.parameter_sets(stage4, gpu)[0]["slices"] >= 8
     stage1 = problem_of(ConvCase((8, 64, 56, 56), 64, (3, 3), padding=(1, 1)))
     assert split.cost(stage1, gpu) >= plain.cost(stage1, gpu)
+
+
+@pytest.mark.parametrize("family", ["gemm_tiled", "gemm_blocked"])
+def test_the_gemm_cost_model_ranks_either_family_on_a_gpu(monkeypatch, family):
+    """Tests force the CPU family on a GPU (FORCE_GEMM): the cost model must rank it too (it
+    read the GPU-only tile keys of gemm_blocked's parameter sets, a KeyError on the H100)."""
+    from kuiper.layers.opencl_helpers import cost_model, gemm_params
+
+    monkeypatch.setattr(gemm_params, "FORCE_GEMM", family)
+    ranked = cost_model.ranked_gemm_params(fake_h100(), 70, 33, 130)
+    assert ranked and all(p["kernel"] == family for p in ranked)

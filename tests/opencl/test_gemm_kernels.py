@@ -136,7 +136,8 @@ def test_epilogue_in_the_store(runtime, rng, silu_operator, params, residual_fir
     fits_here(runtime, params)
     m, n, k, groups, batch = 19, 37, 23, 2, 2
     residual = rng.standard_normal((groups * batch, m, n)).astype(np.float32)
-    epilogue = Epilogue(activation=silu_operator, residual="r", residual_first=residual_first)
+    epilogue = Epilogue.around(activation=silu_operator, residual="r",
+                               residual_first=residual_first)
     c, a, b, bias = run_gemm(runtime, "conv2d", False, False, m, n, k, params, rng,
                              groups=groups, batch=batch, bias_mode=gemm.BIAS_PER_ROW,
                              epilogue=epilogue, residual=residual)

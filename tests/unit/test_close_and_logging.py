@@ -107,6 +107,8 @@ def test_opencl_fallbacks_are_warned_once_per_build_at_the_callers_line(x, rng):
     with registry.override(CpuReLU, "nn.ReLU", backend="opencl"):  # no OpenCL ReLU: fallbacks
         with pytest.warns(KuiperWarning) as caught:
             graph = kuiper.load(DIGITS, backend="opencl")
+    # only Kuiper's own: a GPU driver's compiler notes come as pyopencl CompilerWarnings
+    caught = [w for w in caught if issubclass(w.category, KuiperWarning)]
     assert len(caught) == 1
     message = str(caught[0].message)
     assert message.startswith("3 operator(s) of ") and all(name in message for name in RELUS)
