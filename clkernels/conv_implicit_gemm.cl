@@ -77,21 +77,7 @@ inline void store_result(__global float *y, __global const float *bias, const in
 // of TILE_N: then each work-item loads rows of one B-tile column only, the same column for the
 // whole K loop.
 
-#ifndef TILE_M
-#define TILE_M 64
-#endif
-#ifndef TILE_N
-#define TILE_N 64
-#endif
-#ifndef TILE_K
-#define TILE_K 16
-#endif
-#ifndef WPT_M
-#define WPT_M 4
-#endif
-#ifndef WPT_N
-#define WPT_N 4
-#endif
+#include "tile_sizes.h"
 #define LOCAL_M (TILE_M / WPT_M)
 #define LOCAL_N (TILE_N / WPT_N)
 #define THREADS (LOCAL_M * LOCAL_N)

@@ -37,23 +37,7 @@
 #define TRANS_B 0
 #endif
 
-// gemm_tiled's tile sizes when the host passes none (the host always passes them; these are
-// the textbook sizes that course lesson 11 and its figure of the tiling use).
-#ifndef TILE_M
-#define TILE_M 64
-#endif
-#ifndef TILE_N
-#define TILE_N 64
-#endif
-#ifndef TILE_K
-#define TILE_K 16
-#endif
-#ifndef WPT_M
-#define WPT_M 4
-#endif
-#ifndef WPT_N
-#define WPT_N 4
-#endif
+#include "tile_sizes.h"  // gemm_tiled's defaults, when the host passes no tile sizes
 
 // A's element (row, k) and B's element (k, col), whichever way they are stored.
 #if TRANS_A

@@ -135,13 +135,14 @@ def im2col_figure() -> str:
 
 
 def gemm_tiling() -> str:
-    """clkernels/gemm.h's blocking, with its own #define sizes: a work-group's tile of C, the
-    slabs of A and B it stages in local memory, and one work-item's register block."""
+    """clkernels/gemm.h's blocking, with its default sizes (clkernels/tile_sizes.h): a
+    work-group's tile of C, the slabs of A and B it stages in local memory, and one
+    work-item's register block."""
     import re
 
     from kuiper.clkernels import KERNEL_DIR
 
-    header = (KERNEL_DIR / "gemm.h").read_text()
+    header = (KERNEL_DIR / "tile_sizes.h").read_text()
     size = {name: int(value) for name, value in
             re.findall(r"#define (TILE_[MNK]|WPT_[MN])\s+(\d+)", header)}
     tm, tn, tk, wm, wn = (size[k] for k in ("TILE_M", "TILE_N", "TILE_K", "WPT_M", "WPT_N"))

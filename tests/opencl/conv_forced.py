@@ -17,6 +17,7 @@ import torch
 
 import kuiper
 from kuiper.layers.opencl_helpers import conv_algorithms, conv_select
+from kuiper.layers.opencl_helpers.conv_algorithms import ConvProblem
 from kuiper.tools.testing import write_operator_model
 
 
@@ -55,6 +56,16 @@ class ConvCase:
         w = (w / np.sqrt(w[0].size)).astype(np.float32)   # outputs of order 1
         b = rng.standard_normal(self.cout).astype(np.float32) if self.bias else None
         return x, w, b
+
+
+def problem_of(case: ConvCase) -> ConvProblem:
+    """The ConvProblem of a 2-D case, stride 1, zero padding (for the host-side checks)."""
+    n, c, h, w = case.x
+    kh, kw = case.kernel
+    ph, pw = case.padding or (0, 0)
+    return ConvProblem(n=n, c=c, cout=case.cout, groups=case.groups, size=(1, h, w),
+                       kernel=(1, kh, kw), out=(1, h + 2 * ph - kh + 1, w + 2 * pw - kw + 1),
+                       stride=(1, 1, 1), dilation=(1, 1, 1), pads=((0, 0), (ph, ph), (pw, pw)))
 
 
 def torch_conv(case: ConvCase, x, w, b) -> np.ndarray:

@@ -17,10 +17,10 @@ import torch.nn as nn
 
 from kuiper.errors import OperatorError
 from kuiper.layers.opencl_helpers import conv_implicit_gemm, conv_split_k
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvProblem
+from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS
 from kuiper.tools.testing import assert_close
 from tests.conftest import opencl_available
-from tests.opencl.conv_forced import ConvCase, run_forced, torch_conv
+from tests.opencl.conv_forced import ConvCase, problem_of, run_forced, torch_conv
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="needs an OpenCL device")
 
@@ -95,16 +95,6 @@ def test_fused_epilogue_in_the_reduce(params, rng):
     expected = torch_reference(x, w, b, padding=1, activation=nn.LeakyReLU(0.2),
                                residual=residual, residual_first=True)
     assert_close(y, expected)
-
-
-def problem_of(case: ConvCase) -> ConvProblem:
-    """The ConvProblem of a 2-D case, stride 1, zero padding (for the host-side checks)."""
-    n, c, h, w = case.x
-    kh, kw = case.kernel
-    ph, pw = case.padding or (0, 0)
-    return ConvProblem(n=n, c=c, cout=case.cout, groups=case.groups, size=(1, h, w),
-                       kernel=(1, kh, kw), out=(1, h + 2 * ph - kh + 1, w + 2 * pw - kw + 1),
-                       stride=(1, 1, 1), dilation=(1, 1, 1), pads=((0, 0), (ph, ph), (pw, pw)))
 
 
 def test_refuses_short_k_and_depthwise():
