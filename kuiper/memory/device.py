@@ -99,7 +99,10 @@ class DeviceMemory:
         self.subs, self.blocks = [], []
 
     def __del__(self) -> None:
-        self.release()
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - at interpreter exit the context may be gone already
+            pass
 
     def array(self, name: str, shape, dtype):
         import pyopencl.array as cla
@@ -125,15 +128,12 @@ def release_children_first(runtime, subs: list, parents: list) -> None:
     (measured on the device with two overlapping sub-buffers, in both orders)."""
     if not subs and not parents:
         return
-    try:
-        runtime.queue.finish()
-        for buffer in [*reversed(subs), *parents]:
-            try:
-                buffer.release()
-            except runtime.cl.LogicError:  # released already
-                pass
-    except Exception:  # noqa: BLE001 - interpreter shutdown (__del__): the context is gone
-        pass
+    runtime.queue.finish()
+    for buffer in [*reversed(subs), *parents]:
+        try:
+            buffer.release()
+        except runtime.cl.LogicError:  # released already
+            pass
 
 
 def _on_block(array, owner):
@@ -168,7 +168,10 @@ class Workspaces:
         self.subs, self.buffer = [], None
 
     def __del__(self) -> None:
-        self.free()
+        try:
+            self.free()
+        except Exception:  # noqa: BLE001 - at interpreter exit the context may be gone already
+            pass
 
     @property
     def capacity(self) -> int:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import platform
@@ -237,16 +238,10 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
     column.outputs = graph.forward(*inputs)
     column.run = lambda: graph.forward(*inputs)
     column.memory = peak_memory(graph, runtime.peak_bytes - before if runtime else None)
-    profiled = graph
-    if backend == "opencl":
-        def profiled_graph():  # made once, when the profile or the trace asks for it
-            nonlocal profiled
-            if profiled is graph:
-                profiled = load(profiling=True)
-            return profiled
-    else:
-        def profiled_graph():
-            return graph
+    # on OpenCL, a second graph on a profiling queue, made once when the profile or the trace
+    # asks for it
+    profiled_graph = (functools.cache(lambda: load(profiling=True)) if backend == "opencl"
+                      else lambda: graph)
     if args["top"] > 0 or args["plot"]:
         column.profiler = lambda: (opencl_profile(profiled_graph(), inputs) if backend == "opencl"
                                    else cpu_profile(graph, inputs))

@@ -46,13 +46,19 @@ def make_problem(x_shape, w_shape, stride=1, padding=0, dilation=1, groups=1,
                        pads=((0, 0), *pads), padding_mode=padding_mode)
 
 
+def activation_operator(op_type: str, **params) -> RuntimeOperator:
+    """A real activation operator (`op_type`) with its OpenCL layer: what an epilogue fuses."""
+    op = RuntimeOperator("act", op_type, params=dict(params))
+    op.layer = registry.lookup(op_type, "opencl").from_operator(op)
+    return op
+
+
 def activation_epilogue(op_type: str, residual: bool = False, residual_first: bool = True,
                         **params) -> Epilogue:
     """An Epilogue whose activation is a real OpenCL activation layer (`op_type`)."""
-    op = RuntimeOperator("act", op_type, params=dict(params))
-    op.layer = registry.lookup(op_type, "opencl").from_operator(op)
-    return Epilogue.around(activation=op, residual="res" if residual else None,
-                    residual_first=residual_first, absorbed=("act",))
+    return Epilogue.around(activation=activation_operator(op_type, **params),
+                           residual="res" if residual else None,
+                           residual_first=residual_first, absorbed=("act",))
 
 
 def run_algorithm(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,

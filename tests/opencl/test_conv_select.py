@@ -20,6 +20,7 @@ from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, forced
 from kuiper.opencl import tuning
 from kuiper.tools.testing import assert_close, write_operator_model
 from tests.conftest import opencl_available
+from tests.opencl.conv_harness import activation_operator
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 
@@ -213,12 +214,9 @@ def test_linear_takes_the_tuned_parameter_set(tmp_path, rng, cache_dir):
 
 # --- the fused epilogue, in each algorithm's own store -----------------------------------------
 @pytest.fixture(scope="module")
-def relu6_operator(tmp_path_factory):
-    """A real ReLU6 operator loaded on OpenCL: the activation an epilogue carries."""
-    folder = tmp_path_factory.mktemp("relu6")
-    path = write_operator_model(folder, "nn.ReLU6", [np.zeros((2, 3), np.float32)])
-    graph = kuiper.load(path, backend="opencl")
-    return next(op for op in graph.order if op.type == "nn.ReLU6")
+def relu6_operator():
+    """A real ReLU6 operator with its OpenCL layer: the activation an epilogue carries."""
+    return activation_operator("nn.ReLU6")
 
 
 def bind_alone(graph, op, x, epilogue, residual):

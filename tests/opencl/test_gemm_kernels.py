@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import kuiper
 from kuiper.layers.common.epilogue import Epilogue
 from kuiper.layers.opencl_helpers import gemm
-from kuiper.tools.testing import assert_close, write_operator_model
+from kuiper.tools.testing import assert_close
 from tests.conftest import opencl_available
+from tests.opencl.conv_harness import activation_operator
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 
@@ -115,12 +115,9 @@ def test_groups_batch_and_bias(runtime, rng, params):
 
 
 @pytest.fixture(scope="module")
-def silu_operator(tmp_path_factory):
-    """A real SiLU operator, loaded on OpenCL: its layer's expression is what fuses."""
-    folder = tmp_path_factory.mktemp("silu")
-    path = write_operator_model(folder, "nn.SiLU", [np.zeros((2, 3), np.float32)])
-    graph = kuiper.load(path, backend="opencl")
-    return next(op for op in graph.order if op.type == "nn.SiLU")
+def silu_operator():
+    """A real SiLU operator with its OpenCL layer: its expression is what fuses."""
+    return activation_operator("nn.SiLU")
 
 
 def silu(x):
