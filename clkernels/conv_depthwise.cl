@@ -35,10 +35,14 @@ typedef float2 floatw;
 #define COLUMNS(s, j) ((float2)(s[(j) * DW], s[SW + (j) * DW]))
 #elif BW == 4
 typedef float4 floatw;
+#define EPILOGUE_W kuiper_epilogue4
+#define STORE_W STORE_4
 #define COLUMNS(s, j) ((float4)(s[(j) * DW], s[SW + (j) * DW], s[2 * SW + (j) * DW], \
                                 s[3 * SW + (j) * DW]))
 #elif BW == 8
 typedef float8 floatw;
+#define EPILOGUE_W kuiper_epilogue8
+#define STORE_W STORE_8
 #define COLUMNS(s, j) ((float8)(s[(j) * DW], s[SW + (j) * DW], s[2 * SW + (j) * DW], \
                                 s[3 * SW + (j) * DW], s[4 * SW + (j) * DW], \
                                 s[5 * SW + (j) * DW], s[6 * SW + (j) * DW], \
@@ -129,6 +133,14 @@ __kernel void depthwise_block(__global const float *x, __global const float *w,
         if (oy >= OH)
             break;
         const int base = (z * OH + oy) * OW;
+#ifdef EPILOGUE_W
+        if (ox0 + BW <= OW) {   // a whole row of the block: the epilogue on the vector
+            const floatw v = EPILOGUE_W(acc[r] + b, residual, base + ox0);
+            __global float *out = y + base + ox0;
+            STORE_W(out, v);
+            continue;
+        }
+#endif
         union { floatw vector; float value[BW]; } row = {acc[r]};   // the vector's lanes
 #pragma unroll
         for (int c = 0; c < BW; ++c) {

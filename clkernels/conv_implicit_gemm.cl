@@ -173,6 +173,8 @@ void implicit_gemm_tiled(IMPLICIT_GEMM_ARGS)
 #if VEC_N == 8
 typedef float8 floatv;
 typedef int8 intv;
+#define EPILOGUE_V kuiper_epilogue8
+#define STORE_V STORE_8
 #define LANE_INDEX ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
 // A vector of type T from the VEC_N loads p[i.s0], p[i.s1] ...; with i = 0, 1, 2 ... the
 // compiler merges them into one vector load (PoCL compiles vload8 to a function call, gemm.h)
@@ -181,6 +183,8 @@ typedef int8 intv;
 #elif VEC_N == 16
 typedef float16 floatv;
 typedef int16 intv;
+#define EPILOGUE_V kuiper_epilogue16
+#define STORE_V STORE_16
 #define LANE_INDEX ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 #define GATHER(T, p, i) (T)((p)[(i).s0], (p)[(i).s1], (p)[(i).s2], (p)[(i).s3],             \
     (p)[(i).s4], (p)[(i).s5], (p)[(i).s6], (p)[(i).s7], (p)[(i).s8], (p)[(i).s9],           \
@@ -294,9 +298,18 @@ __kernel void implicit_gemm_blocked(IMPLICIT_GEMM_ARGS)
     const int total = COLS * COUT;
     for (int i = 0; i < BLOCK_M && m0 + i < M; ++i) {
         const int channel = g * M + m0 + i;
+        const int base = (img * COUT + channel) * P + p0;
+#if !SPLIT_K
+        if (count == VEC_N) {  // a whole run: bias and epilogue on the vector (epilogue.h)
+            const floatv v = EPILOGUE_V(acc[i] + (has_bias ? bias[channel] : 0.0f),
+                                        residual, base);
+            __global float *out = y + base;
+            STORE_V(out, v);
+            continue;
+        }
+#endif
         lanes_t out;
         out.v = acc[i];
-        const int base = (img * COUT + channel) * P + p0;
         for (int j = 0; j < count; ++j)
             store_result(y, bias, has_bias, residual, channel, base + j, slice, total,
                          out.s[j]);

@@ -10,10 +10,12 @@
 #define TRANS_A 1
 #include "gemm.h"
 
-// One work-item per output row: global size (OD*OH, N*COUT). Input voxel (iz, iy, ix) with
-// kernel offset (a, i, j) lands on output (iz*SD + a*DD - PD, iy*SH + i*DH - PH, ...); here we
-// solve that for the input coordinates: only offsets where the division by the stride is exact
-// contribute.
+// One work-item per output value: global size (OW, OD*OH, N*COUT), so neighbouring work-items
+// write neighbouring values (coalesced stores on a GPU; a work-item per output row wrote 128
+// values apart and made UNet's ConvTranspose2d 10x slower on an H100). Input voxel (iz, iy, ix)
+// with kernel offset (a, i, j) lands on output (iz*SD + a*DD - PD, iy*SH + i*DH - PH, ...);
+// here we solve that for the input coordinates: only offsets where the division by the stride
+// is exact contribute. The sum starts at the bias and adds the taps in (a, i, j) order.
 __kernel void col2im(__global const float *cols, __global const float *bias, const int has_bias,
                      __global float *y, const int COUT, const int D, const int H, const int W,
                      const int KD, const int KH, const int KW,
@@ -22,15 +24,13 @@ __kernel void col2im(__global const float *cols, __global const float *bias, con
                      const int PD, const int PH, const int PW,
                      const int DD, const int DH, const int DW, const int NCOUT)
 {
-    const int ozy = get_global_id(0);          // oz*OH + oy
-    const int nco = get_global_id(1);
-    if (ozy >= OD * OH || nco >= NCOUT)
+    const int ox = get_global_id(0);
+    const int ozy = get_global_id(1);          // oz*OH + oy
+    const int nco = get_global_id(2);
+    if (ox >= OW || ozy >= OD * OH || nco >= NCOUT)
         return;
     const int oz = ozy / OH, oy = ozy % OH;
-    __global float *out = y + (nco * OD * OH + ozy) * OW;
-    const float b = has_bias ? bias[nco % COUT] : 0.0f;
-    for (int ox = 0; ox < OW; ++ox)
-        out[ox] = b;
+    float acc = has_bias ? bias[nco % COUT] : 0.0f;
     for (int a = 0; a < KD; ++a) {
         const int tz = oz + PD - a * DD;
         if (tz < 0 || tz % SD || tz / SD >= D)
@@ -42,15 +42,14 @@ __kernel void col2im(__global const float *cols, __global const float *bias, con
                 continue;
             const int iy = ty / SH;
             for (int j = 0; j < KW; ++j) {
-                // the column of kernel tap (a, i, j), at input row (iz, iy)
-                __global const float *row =
-                    cols + (((nco * KD + a) * KH + i) * KW + j) * (D * H * W) + (iz * H + iy) * W;
-                for (int ox = 0; ox < OW; ++ox) {
-                    const int tx = ox + PW - j * DW;
-                    if (tx >= 0 && tx % SW == 0 && tx / SW < W)
-                        out[ox] += row[tx / SW];
-                }
+                const int tx = ox + PW - j * DW;
+                if (tx < 0 || tx % SW || tx / SW >= W)
+                    continue;
+                // the column of kernel tap (a, i, j), at input voxel (iz, iy, tx / SW)
+                acc += cols[(((nco * KD + a) * KH + i) * KW + j) * (D * H * W)
+                            + (iz * H + iy) * W + tx / SW];
             }
         }
     }
+    y[((long)nco * OD * OH + ozy) * OW + ox] = acc;
 }

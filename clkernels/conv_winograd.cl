@@ -253,6 +253,17 @@ __kernel void winograd_output(__global const float *m, __global const float *bia
         const int oy = oy0 + i;
         if (oy >= OH)
             break;
+#if TILE_OUT == 4
+        if (ox0 + 4 <= OW) {    // a whole row of the tile: the epilogue on a float4 (epilogue.h)
+            const int index = ((n * COUT + o) * OH + oy) * OW + ox0;
+            const float4 row = (float4)(out[i * 4], out[i * 4 + 1], out[i * 4 + 2],
+                                        out[i * 4 + 3]) + b;
+            const float4 v = kuiper_epilogue4(row, residual, index);
+            __global float *dst = y + index;
+            STORE_4(dst, v);
+            continue;
+        }
+#endif
         #pragma unroll
         for (int j = 0; j < TILE_OUT; ++j) {
             const int ox = ox0 + j;

@@ -11,14 +11,17 @@
 // Every value is stored through kuiper_epilogue (epilogue.h): a fused activation and/or residual
 // add, read at the flat output index z * c_batch_stride + row * N + column.
 //
-// Two kernel families with the same arguments, one file each; every tile size is a -D option,
-// so one source gives many kernels, and the host (layers/opencl_helpers/gemm.py) lists the
-// parameter sets the cost model and `kuiper tune` choose from:
+// Two kernel families with the same arguments, one file each, plus gemv for a few rows; every
+// tile size is a -D option, so one source gives many kernels, and the host
+// (layers/opencl_helpers/gemm_params.py) lists the parameter sets the cost model and
+// `kuiper tune` choose from:
 //
 //   gemm_tiled.h    GPUs: local-memory tiles, double-buffered, 8x8 register blocks per
 //                   work-item, vector loads. Chosen on every device that is not a CPU.
 //   gemm_blocked.h  CPUs (PoCL): float8/float16 SIMD blocks, K walked in cache-sized chunks.
 //                   Chosen on CPU devices.
+//   gemv.h          Any device: a linear layer on a few rows (a classifier at batch 1), one
+//                   dot product per output.
 //
 // Edges, in both: nothing is ever read out of bounds (loads outside the matrices are zeros or
 // clamped into range), stores are guarded, so any M, N, K works with any parameter set.
@@ -57,5 +60,6 @@
 
 #include "gemm_tiled.h"
 #include "gemm_blocked.h"
+#include "gemv.h"
 
 #endif  // KUIPER_GEMM_H

@@ -53,6 +53,15 @@
                              B_AT(k, q[4]), B_AT(k, q[5]), B_AT(k, q[6]), B_AT(k, q[7]))
 #endif
 
+// A row of the block through the epilogue, as one vector (epilogue.h)
+#if BLOCK_N == 16
+#define EPILOGUE_B kuiper_epilogue16
+#define STORE_B STORE_16
+#else
+#define EPILOGUE_B kuiper_epilogue8
+#define STORE_B STORE_8
+#endif
+
 // c_i += A[row r_i, k] * bv for the 8 rows: eight vector multiply-adds. Written as a*b+c, not
 // mad(): -cl-mad-enable lets the compiler fuse it into one FMA instruction, whereas PoCL turns
 // mad() on vectors into a function call (3x slower).
@@ -61,18 +70,26 @@
                     FMA_ROW(4, k); FMA_ROW(5, k); FMA_ROW(6, k); FMA_ROW(7, k)
 
 // Store the BLOCK_N values of one row of the block (those left of column N), each through
-// the epilogue; `index` is the flat output index of the row's first value.
+// the epilogue; `index` is the flat output index of the row's first value. A whole row with one
+// bias (a convolution's channel) takes the epilogue as one vector (epilogue.h says why); the
+// last column block and a linear layer's per-column bias go one value at a time.
 inline void store_row(__global float *row, const int n, const int N, const floatB v,
                       const float row_bias, __global const float *bias, const int bias_mode,
                       __global const float *residual, const int index)
 {
+    const int count = min(BLOCK_N, N - n);
+    if (count == BLOCK_N && bias_mode != 2) {
+        const floatB w = EPILOGUE_B(v + row_bias, residual, index);
+        __global float *out = row + n;
+        STORE_B(out, w);
+        return;
+    }
     float r[BLOCK_N];      // (once per row of the block: the cost does not matter here)
 #if BLOCK_N == 16
     vstore16(v, 0, r);
 #else
     vstore8(v, 0, r);
 #endif
-    const int count = min(BLOCK_N, N - n);
     for (int j = 0; j < count; ++j) {
         const float b = bias_mode == 2 ? bias[n + j] : row_bias;
         row[n + j] = kuiper_epilogue(r[j] + b, residual, index + j);

@@ -4,8 +4,8 @@
 // work-items. The selector (layers/opencl_helpers/conv_select.py) uses it on every device that
 // is not a CPU; the cost model or `kuiper tune` picks the tile sizes, all -D options:
 //
-//   TILE_M x TILE_N  the tile of C one work-group computes (64..128 x 64..128)
-//   WPT_M x WPT_N    the block of C one work-item keeps in registers (4x4 .. 8x8): a work-group
+//   TILE_M x TILE_N  the tile of C one work-group computes (32..256 x 32..128)
+//   WPT_M x WPT_N    the block of C one work-item keeps in registers (4x4 .. 16x8): a work-group
 //                    has (TILE_M/WPT_M) x (TILE_N/WPT_N) work-items
 //   TILE_K           how much of K one slab covers (8..32)
 //   VEC              1, 2 or 4: global loads of VEC consecutive floats at once
@@ -28,13 +28,15 @@
 // TFLOP/s), median of 10 kernel times from profiling events, TFLOP/s:
 //
 //   TILE_MxTILE_NxTILE_K WPT VEC   4096^3   1024^3   ResNet-18 3x3 stage 1 / 4 at batch 32
+//   256x128x8 (LDS_VEC)  16x8 4     34.0       -       8.7 /  6.8     (big squares only)
 //   128x128x16           8x8  4     32.0     13.6     14.6 / 10.9     <- default, big GEMMs
 //   128x128x16           8x8  1     19.5      9.4      8.4 /  7.4        (scalar loads)
 //   64x64x32             8x8  4     29.0     13.8     28.5 / 10.6
 //   64x64x16             4x4  1     24.1     20.7     23.5 / 16.3     (the old gemm_tiled:
 //   32x32x32             4x4  4     19.3     17.0     18.8 / 14.3      17.9 at 4096^3)
 //
-// Vector loads and 8x8 blocks are what moved 4096^3 from 17.9 to 32 TFLOP/s (48% of peak).
+// Vector loads and 8x8 blocks are what moved 4096^3 from 17.9 to 32 TFLOP/s (48% of peak);
+// 16x8 blocks reach 34.0 (51%) there, and lose on every convolution shape.
 // Tile sizes matter most for the shape: wide tiles leave SMs idle on small problems (ResNet-18
 // stage 4 at batch 1: 0.35 TFLOP/s with 128x128, 1.24 with 32x32), which is why the cost
 // model (layers/opencl_helpers/cost_model.py) counts work-groups per compute unit. The full

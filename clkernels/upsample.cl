@@ -29,3 +29,18 @@ __kernel void resample(__global const T *x, __global T *y, __global const int *i
     y[i] = acc;
 #endif
 }
+
+// Nearest resizing of the last two dims in one launch (the two passes above would take two,
+// with the partial result in a scratch buffer): x is (outer, H, W), y is (outer, OH, OW), and
+// y[p, oy, ox] = x[p, iy[oy], ix[ox]] with the tables of the two passes.
+__kernel void nearest2d(__global const T *x, __global T *y, __global const int *iy,
+                        __global const int *ix, const int H, const int W, const int OH,
+                        const int OW, const int n)
+{
+    const int i = get_global_id(0);
+    if (i >= n)
+        return;
+    const int ox = i % OW, t = i / OW;
+    const int oy = t % OH, plane = t / OH;
+    y[i] = x[((long)plane * H + iy[oy]) * W + ix[ox]];
+}

@@ -35,12 +35,13 @@ from kuiper.ir import Observer, RuntimeOperator, operator_failure
 from kuiper.layers.opencl_base import HostFallback, OpenCLLayer
 from kuiper.layers.opencl_helpers.epilogue import with_epilogue
 from kuiper.log import warn
-from kuiper.memory import DEFAULT_STRATEGY, check_strategy, operand_lifetimes, plan
+from kuiper.memory import check_strategy, operand_lifetimes, plan
 from kuiper.memory.device import (
     FRESH,
     VIEW,
     DeviceMemory,
     Workspaces,
+    default_strategy,
     in_place_outputs,
     output_kinds,
 )
@@ -70,19 +71,22 @@ class OpenCLExecutor:
 
     Options: `device` ("P:D" or part of a name, as PYOPENCL_CTX), `out_of_order` (an
     out-of-order queue), `profiling` (events carry device timestamps), or a `runtime` to share.
-    `memory`: how operands share device memory (kuiper/memory/: "greedy_by_size", one arena,
-    the default; "greedy_in_order", pooled buffers; "naive", a buffer each). An out-of-order
-    queue may run independent operators at once, and data-dependent sizes are read on the
-    host later: both keep "naive", whatever is asked (`memory_strategy` says which ran).
+    `memory`: how operands share device memory (kuiper/memory/: "greedy_by_size", one arena;
+    "greedy_in_order", pooled buffers; "naive", a buffer each; None, the device's default:
+    greedy_by_size on CPUs, greedy_in_order elsewhere, kuiper/memory/device.py says why).
+    An out-of-order queue may run independent operators at once, and data-dependent sizes are
+    read on the host later: both keep "naive", whatever is asked (`memory_strategy` says which
+    ran).
     """
 
     def __init__(self, graph, device: str | None = None, out_of_order: bool = False,
                  profiling: bool = False, runtime: OpenCLRuntime | None = None,
-                 memory: str = DEFAULT_STRATEGY):
-        self.memory = check_strategy(memory)
+                 memory: str | None = None):
         # One runtime per device and queue kind per process: programs are built once for every
         # graph; a rebuild for a new input size keeps it too.
         self.runtime = runtime or OpenCLRuntime.shared(device, out_of_order, profiling)
+        self.memory = (check_strategy(memory) if memory is not None
+                       else default_strategy(self.runtime.device))
         self.graph = graph
         self._warned: list[str] = []  # the fallbacks last warned about (see _warn_fallbacks)
         # The first build compiles the kernels (seconds on PoCL; the runtime caches them, so a

@@ -80,7 +80,8 @@ def add_memory_plan_option(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--memory-plan", choices=STRATEGIES, metavar="STRATEGY",
                    help="how activations share memory (kuiper/memory/): "
-                   f"{', '.join(STRATEGIES)} (default: {DEFAULT_STRATEGY})")
+                   f"{', '.join(STRATEGIES)} (default: {DEFAULT_STRATEGY}; on an OpenCL "
+                   "device that is not a CPU, greedy_in_order)")
 
 
 def load_model(args: argparse.Namespace, **options):

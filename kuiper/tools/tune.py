@@ -9,6 +9,10 @@ each measured on the device from OpenCL profiling events (first kernel's start t
 kernel's end), so host overheads do not count; the median decides. The winners go to the
 tuning cache (kuiper/opencl/tuning.py: keyed by device name, driver version and shape).
 
+Each winner is written to the cache as soon as its problem is timed, so a tune that is stopped
+(Ctrl-C, a time limit) keeps what it measured; `--resume` then skips the problems the cache
+already holds for this device.
+
 The final table shows, per problem, the winner, its time and GFLOP/s, and how much faster it
 is than what the cost model would have chosen (1.00x: the cost model was right).
 `kuiper info MODEL --backend opencl` then shows each convolution's algorithm and why.
@@ -46,6 +50,8 @@ def add_parser(sub) -> None:
                    "of each layer's shape)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per candidate, after one "
                    "warm-up (default: %(default)s; the median counts)")
+    p.add_argument("--resume", action="store_true", help="skip the problems the tuning cache "
+                   "already holds for this device (go on with a tune that was stopped)")
     add_plugin_option(p)
     add_json_option(p)
     p.set_defaults(func=run_command)
@@ -94,12 +100,19 @@ def run_command(args: argparse.Namespace) -> int:
     options = {"device": args.device} if args.device else {}
     graph = kuiper.load(args.model, backend="opencl", input_shapes=args.input_shape,
                         params=load_plugins(args), **options)
-    problems = tune_graph(graph, runs=args.runs)
     device = graph.executor.runtime.device
-    winners = {p.key: {"algorithm": p.best.algorithm, "params": p.best.params,
-                       "seconds": p.best.seconds} for p in problems if p.best is not None}
-    path = tuning.store(device, winners) if winners else tuning.cache_path()
-    log.info("%d winners written to the tuning cache %s", len(winners), path)
+
+    def keep(problem: Problem) -> None:  # each winner at once: an interrupted tune keeps it
+        best = problem.best
+        if best is not None:
+            tuning.store(device, {problem.key: {"algorithm": best.algorithm,
+                                                "params": best.params, "seconds": best.seconds}})
+
+    skip = (lambda key: tuning.lookup(device, key) is not None) if args.resume else None
+    problems = tune_graph(graph, runs=args.runs, on_tuned=keep, skip=skip)
+    path = tuning.cache_path()
+    log.info("%d winners written to the tuning cache %s",
+             sum(p.best is not None for p in problems), path)
     if args.json:
         emit({"model": graph.param_path, "device": tuning.device_key(device),
               "cache": str(path), "problems": [problem_dict(p) for p in problems]})
@@ -109,13 +122,21 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def tune_graph(graph, runs: int = 5) -> list[Problem]:
-    """Time every candidate of every distinct conv/linear problem of an OpenCL `graph`."""
+def tune_graph(graph, runs: int = 5, on_tuned=None, skip=None) -> list[Problem]:
+    """Time every candidate of every distinct conv/linear problem of an OpenCL `graph`.
+    `on_tuned(problem)` is called after each problem; problems whose key `skip(key)` accepts
+    are left out."""
     from kuiper.opencl.runtime import OpenCLRuntime
 
     runtime = graph.executor.runtime
     profiled = OpenCLRuntime.shared(_device_spec(runtime), profiling=True)
     problems = collect_problems(graph)
+    if skip is not None:
+        done = [p for p in problems if skip(p.key)]
+        if done:
+            log.info("%d of %d problems are in the tuning cache already (--resume): skipped",
+                     len(done), len(problems))
+        problems = [p for p in problems if p not in done]
     for i, problem in enumerate(problems, 1):
         problem.candidates = candidate_list(problem, profiled.device)
         log.info("tuning %d/%d: %s %s (%s), %d candidates", i, len(problems), problem.kind,
@@ -131,6 +152,8 @@ def tune_graph(graph, runs: int = 5) -> list[Problem]:
         if best is not None:
             log.info("  best: %s %s, %.3f ms", best.algorithm, _params_text(best.params),
                      best.seconds * 1e3)
+        if on_tuned is not None:
+            on_tuned(problem)
     return problems
 
 
@@ -178,7 +201,7 @@ def candidate_list(problem: Problem, device) -> list[Candidate]:
     from kuiper.layers.opencl_helpers.cost_model import ranked_gemm_params
 
     if problem.kind == "gemm":
-        sets = ranked_gemm_params(device, *problem.shape)
+        sets = ranked_gemm_params(device, *problem.shape, trans_b=True)  # linear layers
         problem.model_choice = ("gemm", sets[0])
         return [Candidate("gemm", p) for p in sets]
     conv = problem.shape
@@ -191,7 +214,9 @@ def candidate_list(problem: Problem, device) -> list[Candidate]:
 
 
 def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs: int) -> float:
-    """Median device seconds of one candidate, on a fresh layer with its own buffers."""
+    """Median device seconds of one candidate, on a fresh layer with its own buffers, storing
+    through the fused epilogue the model gives the layer (a SiLU in the store can cost more
+    than the convolution on a CPU device)."""
     from kuiper.layers.opencl_helpers.conv_select import pinned
 
     op = problem.op
@@ -205,6 +230,10 @@ def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs:
                                 rng.standard_normal(s.shape).astype(np.float32))
               for s in in_specs]
     outputs = [runtime.empty(s.shape, s.dtype) for s in out_specs]
+    layer.epilogue = getattr(op.layer, "epilogue", None)
+    if layer.epilogue is not None and layer.epilogue.residual is not None:
+        layer.residual = runtime.to_device(
+            rng.standard_normal(out_specs[0].shape).astype(np.float32))
     with pinned(candidate.algorithm, candidate.params):
         layer.bind(inputs, outputs, in_specs, out_specs)
     if getattr(layer, "algorithm", candidate.algorithm) != candidate.algorithm:
@@ -212,13 +241,41 @@ def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs:
     queue = runtime.queue
     layer.enqueue(queue, [])          # warm-up
     queue.finish()
+    flush = cache_flush(runtime)
     times = []
     for _ in range(runs):
+        if flush is not None:
+            flush()
         layer.enqueue(queue, [])
         queue.finish()
         events = layer.events
         times.append((events[-1].profile.end - events[0].profile.start) * 1e-9)
     return statistics.median(times)
+
+
+# Bytes a CPU device's caches forget between two timed runs (see cache_flush).
+FLUSH_BYTES = 64 << 20
+
+
+def cache_flush(runtime):
+    """On a CPU device, a function that writes FLUSH_BYTES of scratch memory (and waits), or
+    None elsewhere. Inside a model, the other layers' weights and activations pass through the
+    caches between two runs of a layer, so its weights come from memory; timed back to back, a
+    layer finds them in the cache. On the 2-core machine that made ResNet-18's stage-4
+    Winograd look 1.8x faster than it runs in the model, and ranked the algorithms wrongly. A
+    GPU's caches are small next to its memory bandwidth: no flush there."""
+    from kuiper.layers.opencl_helpers.gemm_params import is_cpu
+
+    if not is_cpu(runtime.device):
+        return None
+    scratch = runtime.empty((FLUSH_BYTES // 4,), np.float32)
+    cl, queue = runtime.cl, runtime.queue
+
+    def flush():
+        cl.enqueue_fill_buffer(queue, scratch.data, np.float32(0), 0, FLUSH_BYTES)
+        queue.finish()
+
+    return flush
 
 
 def _params_text(params: dict) -> str:

@@ -5,11 +5,14 @@ C expression for ACT (passed as the build option `-DACT(x)=...`) in terms of `x`
 parameters `p0 p1 p2`, which are the CPU class's `params` in order. Adding an activation is one
 class on the CPU side and one line in `EXPRESSIONS`.
 
-The expressions may use the helpers defined in activation.cl (keep_nan, sigmoid, softplus,
-log_sigmoid, gelu) and must not contain whitespace: build options are split on spaces. NaN must
-come out NaN, as in PyTorch: OpenCL's fmin/fmax/clamp drop it, so formulas built on them are
-wrapped in keep_nan, and comparisons are written so that NaN takes the branch returning x
-(`x<=p0?p1:x`, not `x>p0?x:p1`). tests/opencl/test_nan_inf.py checks every one.
+The expressions may use the helpers defined in activation.h (keep_nan, sigmoid, softplus,
+log_sigmoid, gelu) and must not contain whitespace: build options are split on spaces. Each must
+work on a float and on a float8/float16 alike (activation.cl applies it to 8 values at once,
+the CPU GEMM to a row of its block): plain arithmetic, `?:` and OpenCL's math functions do.
+Comparisons are preferred to fmin/fmax/clamp (PoCL compiles those to calls). NaN must come out
+NaN, as in PyTorch: comparisons are written so that NaN takes the branch returning x
+(`x<=p0?p1:x`, not `x>p0?x:p1`), and formulas built on fmin/fmax are wrapped in keep_nan.
+tests/opencl/test_nan_inf.py checks every one.
 
 The kernel computes float32; a tensor of another dtype runs the CPU layer (graph.fallbacks).
 """
@@ -24,13 +27,13 @@ from kuiper.registry import register
 
 # ELU-family constants are spelled out as float literals: double literals would need fp64.
 EXPRESSIONS: dict[type, str] = {
-    cpu.ReLU6: "keep_nan(x,clamp(x,0.0f,6.0f))",
+    cpu.ReLU6: "x<0.0f?0.0f:(x>6.0f?6.0f:x)",
     cpu.LeakyReLU: "x>0.0f?x:x*p0",
     cpu.RReLU: "x>=0.0f?x:x*(0.5f*(p0+p1))",
     cpu.Sigmoid: "sigmoid(x)",
     cpu.SiLU: "x*sigmoid(x)",
-    cpu.Hardswish: "x*clamp(x+3.0f,0.0f,6.0f)/6.0f",
-    cpu.Hardsigmoid: "keep_nan(x,clamp(x+3.0f,0.0f,6.0f)/6.0f)",
+    cpu.Hardswish: "x*(x<-3.0f?0.0f:(x>3.0f?6.0f:x+3.0f))/6.0f",
+    cpu.Hardsigmoid: "x<-3.0f?0.0f:(x>3.0f?1.0f:(x+3.0f)/6.0f)",
     cpu.GELU: "gelu(x,p0)",
     cpu.Tanh: "tanh(x)",
     cpu.ELU: "x>0.0f?x:p0*expm1(x)",
@@ -38,7 +41,7 @@ EXPRESSIONS: dict[type, str] = {
     cpu.SELU: f"{cpu.SELU_SCALE:.9g}f*(x>0.0f?x:{cpu.SELU_ALPHA:.9g}f*expm1(x))",
     cpu.Mish: "x*tanh(softplus(x,1.0f,20.0f))",
     cpu.Softplus: "softplus(x,p0,p1)",
-    cpu.Hardtanh: "keep_nan(x,fmin(fmax(x,p0),p1))",
+    cpu.Hardtanh: "x<p0?p0:(x>p1?p1:x)",
     cpu.Softsign: "x/(1.0f+fabs(x))",
     cpu.LogSigmoid: "log_sigmoid(x)",
     cpu.Threshold: "x<=p0?p1:x",
@@ -62,7 +65,8 @@ class OpenCLActivation(OpenCLLayer):
         values += [np.float32(0)] * (3 - len(values))
         kernel = self.kernel("activation", [f"-DACT(x)={self.expr}"])
         kernel.set_args(inputs[0].data, outputs[0].data, np.int32(n), *values)
-        self.launches = [Launch(kernel, (round_up(n, 64),))] if n else []
+        per_item = 8  # activation.cl: 8 values per work-item, as one float8
+        self.launches = [Launch(kernel, (round_up(-(-n // per_item), 64),))] if n else []
 
 
 def _make_twin(cpu_class: type, expr: str) -> type:

@@ -40,7 +40,7 @@ class ConvTransposeBind(WeightBuffers, OpenCLLayer):
                                            *lift3(self.padding, fill=0),
                                            *lift3(self.dilation))),
                         i32(n * cout))
-        self.launches = [gemm, Launch(col2im, (out[0] * out[1], n * cout))]
+        self.launches = [gemm, Launch(col2im, (out[2], out[0] * out[1], n * cout))]
 
 
 @register(backend="opencl")

@@ -1,4 +1,5 @@
-"""Resizing on OpenCL: one `resample` launch per spatial dim that changes.
+"""Resizing on OpenCL: one `resample` launch per spatial dim that changes (one `nearest2d`
+launch for a nearest resize of the last two dims).
 
 The CPU layer already computed, per dim, the (indices, weights) tables; they are uploaded once
 at bind time, so the kernel does no coordinate maths at all and agrees with the CPU path index
@@ -32,6 +33,12 @@ class OpenCLUpsample(OpenCLLayer):
                 self.launches.append(self.resample(src, outputs[0], shape, len(shape) - 1,
                                                    idx, np.ones_like(idx, np.float32), dtype))
             return
+        axes = sorted(axis for axis, _, _ in self.passes)
+        if taps == 1 and axes == [len(shape) - 2, len(shape) - 1]:  # nearest 2-D: one launch
+            tables = {axis: idx for axis, idx, _ in self.passes}
+            self.launches.append(self.nearest2d(src, outputs[0], shape, tables[axes[0]],
+                                                tables[axes[1]], dtype))
+            return
         for k, (axis, idx, w) in enumerate(self.passes):
             out_shape = shape[:axis] + [idx.shape[0]] + shape[axis + 1:]
             last = k == len(self.passes) - 1
@@ -39,6 +46,17 @@ class OpenCLUpsample(OpenCLLayer):
             self.keep_alive.append(dst)
             self.launches.append(self.resample(src, dst, shape, axis, idx, w, dtype))
             src, shape = dst, out_shape
+
+    def nearest2d(self, src, dst, shape, iy, ix, dtype) -> Launch:
+        h, w = shape[-2:]
+        oh, ow = iy.shape[0], ix.shape[0]
+        n = int(np.prod(shape[:-2], dtype=np.int64)) * oh * ow
+        tables = [self.upload(t[:, 0].astype(np.int32)) for t in (iy, ix)]
+        self.keep_alive += tables  # set_args does not keep buffers alive
+        kernel = self.kernel("nearest2d", ["-DTAPS=1", f"-DT={arith_type(dtype)}"])
+        kernel.set_args(src.data, dst.data, tables[0].data, tables[1].data,
+                        *(np.int32(v) for v in (h, w, oh, ow, n)))
+        return Launch(kernel, (round_up(n, 64),))
 
     def resample(self, src, dst, shape, axis, idx, w, dtype) -> Launch:
         n_in, n_out = shape[axis], idx.shape[0]

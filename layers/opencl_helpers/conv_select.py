@@ -131,7 +131,7 @@ def select_gemm(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool =
 
     if PINNED is not None and PINNED[0] == "gemm":
         return PINNED[1], FORCED
-    ranked = ranked_gemm_params(device, m, n, k, z)
+    ranked = ranked_gemm_params(device, m, n, k, z, trans_a, trans_b)
     entry = tuning.lookup(device, tuning.gemm_key(m, n, k, z, trans_a, trans_b))
     if entry is not None and entry["algorithm"] == "gemm":
         params = matching(entry.get("params"), ranked)

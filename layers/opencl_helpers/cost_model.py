@@ -5,8 +5,8 @@ cache has no measured winner. It is conv_cost.py's roofline (max(arithmetic, mem
 overhead) with the arithmetic rate scaled by three factors, each easy to check by hand:
 
 1. `efficiency`: the fraction of the device's peak this parameter set reaches on a big square
-   product (measured, see the tables in gemm.py: 0.48 for 128x128 tiles of 8x8 blocks on an
-   H100). On a CPU without 16-wide vectors (AVX2) a float16 block costs twice as much.
+   product (measured, see the tables in gemm_params.py: 0.48 for 128x128 tiles of 8x8 blocks
+   on an H100). On a CPU without 16-wide vectors (AVX2) a float16 block costs twice as much.
 2. `utilisation`: how busy the device is with this many work-groups (compute units idle
    when there are fewer groups than units, a partly empty last wave; see `utilisation`).
    This is what makes small tiles win on batch-1 layers (ResNet stage 4: M = 512, N = 49).
@@ -20,10 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
-from kuiper.layers.opencl_helpers.gemm_params import gemm_parameter_sets, work_group_size
+from kuiper.layers.opencl_helpers.gemm_params import (
+    gemm_parameter_sets,
+    gemv_parameter_sets,
+    work_group_size,
+)
 
 # Fraction of peak at full occupancy, by (kernel, block rows x block cols), from the sweeps.
-GPU_EFFICIENCY = {64: 0.46, 32: 0.40, 16: 0.36}          # by WPT_M * WPT_N
+GPU_EFFICIENCY = {128: 0.50, 64: 0.46, 32: 0.40, 16: 0.36}   # by WPT_M * WPT_N
 CPU_EFFICIENCY = {16: 1.0, 8: 0.7}                       # by BLOCK_N (vs. an AVX-512 core)
 UNBLOCKED_K = 256            # gemm_blocked without K blocking slows down past this K
 
@@ -87,9 +91,16 @@ def utilisation(params: dict, groups: int, device: Any) -> float:
     return busy * tail
 
 
+GEMV_EFFICIENCY = 0.25        # gemv.h: one float8 multiply-add per two loads
+
+
 def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
                  extra_bytes: float = 0.0, launches: int = 1) -> float:
     """Estimated seconds of C[z] (m x n) = A (m x k) @ B[z] (k x n) with `params`."""
+    if params["kernel"] == "gemv":  # every row reads the whole weight again: bound by memory
+        flops = 2.0 * m * n * k * z
+        bytes_moved = 4.0 * (m * n * k * z + m * k + m * n * z) + extra_bytes
+        return roofline(device, flops, bytes_moved, launches, GEMV_EFFICIENCY)
     tm, tn, tk = tile_shape(params)
     groups = (-(-m // tm)) * (-(-n // tn)) * z
     flops = 2.0 * ceil_to(m, tm) * ceil_to(n, tn) * ceil_to(k, min(tk, k)) * z
@@ -98,9 +109,11 @@ def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
     return roofline(device, flops, bytes_moved, launches, rate)
 
 
-def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1) -> list[dict]:
-    """The device's parameter sets, cheapest first for this shape."""
-    sets = gemm_parameter_sets(device)
+def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
+                       trans_b: bool = False) -> list[dict]:
+    """The device's parameter sets, cheapest first for this shape (and layout: gemv.h only
+    runs a linear layer's, TRANS_B)."""
+    sets = gemm_parameter_sets(device) + gemv_parameter_sets(device, m, trans_a, trans_b)
     return sorted(sets, key=lambda p: gemm_seconds(device, p, m, n, k, z))
 
 

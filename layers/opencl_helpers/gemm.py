@@ -34,7 +34,10 @@ from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cost_model import best_gemm_params
 from kuiper.layers.opencl_helpers.gemm_params import (  # noqa: F401 (gemm.X, as before)
+    CPU_GEMV_SETS,
     CPU_PARAMETER_SETS,
+    GEMV_GROUP,
+    GPU_GEMV_SETS,
     GPU_PARAMETER_SETS,
     describe_params,
     fits,
@@ -70,6 +73,11 @@ def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_st
 
 def launch_sizes(params: dict, m: int, n: int, z: int) -> tuple[tuple, tuple]:
     """(global size, local size) of one GEMM launch with `params`."""
+    if params["kernel"] == "gemv":
+        lanes = params["LANES"]
+        if lanes == 1:
+            return (round_up(n, GEMV_GROUP), m, z), (GEMV_GROUP, 1, 1)
+        return (n * lanes, m, z), (lanes, 1, 1)
     if params["kernel"] == "gemm_blocked":
         gn, gm = params["GROUP_N"], params["GROUP_M"]
         blocks_n, blocks_m = -(-n // params["BLOCK_N"]), -(-m // 8)

@@ -21,6 +21,20 @@ def test_cat(backend, rng, op_type, dim):
     assert_close(y, torch.cat([torch.from_numpy(x) for x in xs], dim).numpy())
 
 
+@pytest.mark.parametrize("sizes", [(3, 1, 4, 2, 5), (2, 0, 1, 1, 3, 0, 2, 4, 1), (6,) * 8])
+@pytest.mark.parametrize("dim", [1, -1])
+def test_cat_of_many_inputs(backend, rng, sizes, dim):
+    """More inputs than one OpenCL launch takes (four, clkernels/cat.cl), empty ones among them."""
+    shapes = []
+    for size in sizes:
+        shape = [3, 4, 7]
+        shape[dim] = size
+        shapes.append(shape)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    (y,) = run_operator("torch.cat", xs, params={"dim": dim}, backend=backend)
+    assert_close(y, torch.cat([torch.from_numpy(x) for x in xs], dim).numpy())
+
+
 @pytest.mark.parametrize("op_type, join", [("torch.cat", torch.cat), ("torch.stack", torch.stack)])
 def test_same_input_several_times(backend, rng, tmp_path, op_type, join):
     # pnnx writes cat([x, x, y, x]) as `torch.cat ... 4 1 0 0 1 0 2 dim=1`; run_operator

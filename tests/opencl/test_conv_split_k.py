@@ -9,8 +9,6 @@ model's reason to exist: ResNet-18's stage 4 at batch 1 on a GPU.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import torch.nn as nn
@@ -21,6 +19,7 @@ from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS
 from kuiper.tools.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, problem_of, run_forced, torch_conv
+from tests.opencl.described_devices import fake_h100
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="needs an OpenCL device")
 
@@ -111,16 +110,6 @@ def test_bad_slices_is_a_clear_error(slices, rng):
     params = {"slices": slices, **conv_implicit_gemm.BLOCKED_SETS[0]}
     with pytest.raises(OperatorError, match=r"'split_k'.*invalid.*'slices'"):
         run_forced(case, x, w, b, NAME, params)
-
-
-# An H100 as OpenCL describes it (the cost model reads nothing else).
-def fake_h100():
-    import pyopencl as cl
-
-    return SimpleNamespace(type=cl.device_type.GPU, vendor="NVIDIA Corporation",
-                           max_compute_units=132, max_clock_frequency=1980,
-                           max_work_group_size=1024, local_mem_size=49152,
-                           preferred_vector_width_float=1)
 
 
 def test_cost_model_splits_resnet_stage4_on_a_gpu():

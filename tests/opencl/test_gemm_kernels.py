@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device
 
 # (stem, TRANS_A, TRANS_B): the programs that include gemm.h
 LAYOUTS = [("conv2d", False, False), ("conv_transpose2d", True, False), ("linear", False, True)]
-ALL_SETS = gemm.GPU_PARAMETER_SETS + gemm.CPU_PARAMETER_SETS
+ALL_SETS = (gemm.GPU_PARAMETER_SETS + gemm.CPU_PARAMETER_SETS + gemm.GPU_GEMV_SETS
+            + gemm.CPU_GEMV_SETS)
 SHAPES = [(1, 1, 1), (7, 63, 65), (65, 129, 7), (129, 7, 63), (63, 65, 300)]
 
 
@@ -153,3 +154,16 @@ def test_parameter_sets_are_what_the_families_promise():
     for p in gemm.CPU_PARAMETER_SETS:
         assert p["BLOCK_N"] in (8, 16) and p["BLOCK_K"] >= 0, p
     assert len({gemm.describe_params(p) for p in ALL_SETS}) == len(ALL_SETS)
+
+
+@pytest.mark.parametrize("device", ["h100", "two-core cpu"])
+def test_the_cost_model_picks_gemv_for_a_classifier_at_batch_1(device):
+    """A linear layer on one row (MobileNetV2's classifier, 1280 -> 1000) goes to gemv.h, which
+    reads the weight once; at 64 rows, or in a convolution's layout, the GEMM families do."""
+    from kuiper.layers.opencl_helpers.cost_model import ranked_gemm_params
+    from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
+
+    dev = fake_h100() if device == "h100" else fake_two_core_cpu()
+    assert ranked_gemm_params(dev, 1, 1000, 1280, trans_b=True)[0]["kernel"] == "gemv"
+    assert ranked_gemm_params(dev, 64, 1000, 1280, trans_b=True)[0]["kernel"] != "gemv"
+    assert all(p["kernel"] != "gemv" for p in ranked_gemm_params(dev, 1, 1000, 1280))

@@ -60,6 +60,24 @@ def load(path, memory, **options):
     return kuiper.load(path, backend="opencl", memory=memory, **options)
 
 
+def test_pooled_buffers_need_no_sub_buffers_and_are_the_gpu_default(mixed):
+    """greedy_in_order hands each tensor a block from its beginning: no sub-buffers, which
+    slow every launch on NVIDIA's driver (kuiper/memory/device.py: default_strategy). It is
+    the default on devices that are not CPUs; CPUs get the arena."""
+    from kuiper.memory.device import default_strategy
+    from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
+
+    assert default_strategy(fake_h100()) == "greedy_in_order"
+    assert default_strategy(fake_two_core_cpu()) == "greedy_by_size"
+    path, x, expected = mixed
+    graph = kuiper.load(path, backend="opencl")
+    assert graph.executor.memory_strategy == default_strategy(graph.executor.runtime.device)
+    pooled = load(path, "greedy_in_order")
+    assert pooled.executor._device_memory.subs == []
+    for got, want in zip(pooled.forward(x), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("memory", ["greedy_in_order", "greedy_by_size"])
 def test_planned_runs_are_bit_identical_to_a_buffer_each(mixed, memory):
     path, x, expected = mixed

@@ -41,14 +41,14 @@ def test_opencl_layer_tests_run_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl"])
 
 
-# The convolution algorithms and GEMM kernels the selector may pick, each forced on its own: on
-# the layer tests the selector picks only one per shape. Every parameter set of every algorithm
-# and every store with a fused epilogue: 158 tests, about 3 minutes on 2 cores (the 128x128x16
-# and 64x64x32 GEMM tiles need more local memory than Oclgrind's 32 KB: those tests skip
-# there, saying so).
+# The convolution algorithms, GEMM kernels and max-pooling kernels the selector may pick, each
+# forced on its own: on the layer tests the selector picks only one per shape. Every parameter
+# set of every algorithm and every store with a fused epilogue: about 3 minutes on 2 cores
+# (the GEMM tiles that need more local memory than Oclgrind's 32 KB skip there, saying so).
 ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_winograd.py",
                    "tests/opencl/test_conv_depthwise.py", "tests/opencl/test_conv_implicit_gemm.py",
-                   "tests/opencl/test_conv_split_k.py", "tests/opencl/test_conv_select.py"]
+                   "tests/opencl/test_conv_split_k.py", "tests/opencl/test_conv_select.py",
+                   "tests/opencl/test_maxpool_kernels.py"]
 
 
 @pytest.mark.slow
@@ -57,7 +57,7 @@ ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_
                            "(part of the test extras)")
 def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
-                                        "every_parameter_set or epilogue"])
+                                        "every_parameter_set or epilogue or forced_kernel"])
 
 
 def run_clean_under_oclgrind(tmp_path, pytest_args: list[str]) -> None:

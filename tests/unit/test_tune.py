@@ -152,6 +152,43 @@ def test_tune_json(capsys, cache_dir, conv_model):
     assert document["cache"] == str(cache_dir / "tuning.json")
 
 
+@needs_opencl
+def test_an_interrupted_tune_keeps_its_winners_and_resume_skips_them(capsys, cache_dir,
+                                                                     conv_model, monkeypatch):
+    """Each winner is stored as soon as its problem is timed: a tune stopped right after
+    (Ctrl-C, raised here by the store itself) keeps it, and --resume times nothing the cache
+    already holds."""
+    from kuiper.opencl import tuning
+    from kuiper.tools import tune
+
+    stored, real_store = [], tuning.store
+
+    def store_then_interrupt(device, winners, path=None):
+        stored.append(dict(winners))
+        real_store(device, winners, path)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tuning, "store", store_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        tune.run_command(tune_args(conv_model))
+    monkeypatch.setattr(tuning, "store", real_store)
+    assert len(stored) == 1 and (cache_dir / "tuning.json").exists()
+    (key,) = stored[0]
+    assert key in (cache_dir / "tuning.json").read_text()
+    result = run_main(capsys, "tune", conv_model, "--runs", "1", "--resume")
+    assert result.returncode == 0, result.stderr
+    assert "1 of 1 problems are in the tuning cache already" in result.stderr
+    assert "tuning 1/" not in result.stderr
+
+
+def tune_args(model):
+    import argparse
+
+    return argparse.Namespace(model=str(model), backend="opencl", device=None,
+                              input_shape=None, runs=1, resume=False, json=False, plugin=[],
+                              param=[])
+
+
 def test_tune_usage_errors(capsys, conv_model):
     assert run_main(capsys, "tune", conv_model, "--backend", "cpu").returncode == 2
     result = run_main(capsys, "tune", conv_model, "--runs", "0")
@@ -195,3 +232,51 @@ def test_tune_an_exported_model(capsys, cache_dir, export_model):
     assert set(reasons.values()) == {"tuned"}
     with torch.no_grad():
         np.testing.assert_allclose(graph(x.numpy()), net(x).numpy(), rtol=1e-4, atol=1e-4)
+
+
+@needs_opencl
+def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypatch, cache_dir,
+                                                                        export_model):
+    """A convolution followed by SiLU and a residual add is timed storing through that fused
+    epilogue (what the model runs), and on a CPU device each timed run follows a cache flush."""
+    from kuiper.layers.opencl_helpers.gemm_params import is_cpu
+    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.tools import tune
+
+    torch.manual_seed(0)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+
+        def forward(self, x):
+            return torch.nn.functional.silu(self.conv(x)) + x
+
+    path = export_model("tune_silu_residual", Block().eval(), torch.randn(1, 4, 9, 11))
+    graph = kuiper.load(path, backend="opencl")
+    (problem,) = tune.collect_problems(graph)
+    bound = []
+    real_bind = type(problem.op.layer).bind
+
+    def spy(layer, *args):
+        bound.append((layer.epilogue, layer.residual))
+        return real_bind(layer, *args)
+
+    flushes = []
+    real_flush = tune.cache_flush
+
+    def counting_flush(runtime):
+        flush = real_flush(runtime)
+        return None if flush is None else (lambda: (flushes.append(1), flush()))
+
+    monkeypatch.setattr(type(problem.op.layer), "bind", spy)
+    monkeypatch.setattr(tune, "cache_flush", counting_flush)
+    runtime = OpenCLRuntime.shared(profiling=True)
+    candidate = tune.candidate_list(problem, runtime.device)[0]
+    seconds = tune.time_candidate(graph, problem, candidate, runtime, runs=3)
+    assert seconds > 0
+    ((epilogue, residual),) = bound
+    assert epilogue is problem.op.layer.epilogue and epilogue.residual is not None
+    assert residual is not None and residual.shape == (1, 4, 9, 11)
+    assert len(flushes) == (3 if is_cpu(runtime.device) else 0)

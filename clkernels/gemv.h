@@ -1,0 +1,76 @@
+// gemv.h: the matrix product of a few rows (included by gemm.h, which documents the arguments).
+//
+// Good for: a linear layer on one or a few rows, such as a classifier head at batch 1 (ResNet's
+// fc, 512 -> 1000; MobileNetV2's, 1280 -> 1000). Both GEMM families compute blocks of 8 rows
+// and more: with one row, 7 of every 8 multiply-adds are thrown away, and the weight, which is
+// the whole cost of such a layer, is read through gathers. The selector offers this kernel for
+// linear layers (TRANS_B: the weight W stored N x K) with at most GEMV_MAX_ROWS rows
+// (layers/opencl_helpers/gemm_params.py); it is bound by memory: reading W once.
+//
+// Each output C[r, j] is one dot product of two contiguous rows, A[r, :] (the input) and
+// W[j, :], read 8 values at a time as float8 (a SIMD register on a CPU). Any layout computes
+// correctly through A_AT / B_AT, but only the linear layout reads contiguous memory.
+//
+// LANES work-items share one output: each sums every LANES-th chunk of 8 values, then the
+// group adds the partial sums in local memory. LANES = 1 on CPUs (one work-item per output, no
+// barrier), 32-64 on GPUs, so that 1000 outputs still make enough work-items and a group's
+// reads of W's row are contiguous. Global size (N * LANES, M, Z), rounded up; local (LANES...).
+
+#ifndef KUIPER_GEMV_H
+#define KUIPER_GEMV_H
+
+#ifndef LANES
+#define LANES 1
+#endif
+
+#define A_ROW8(r, k) (float8)(A_AT(r, k), A_AT(r, k + 1), A_AT(r, k + 2), A_AT(r, k + 3), \
+                              A_AT(r, k + 4), A_AT(r, k + 5), A_AT(r, k + 6), A_AT(r, k + 7))
+#define B_COL8(k, j) (float8)(B_AT(k, j), B_AT(k + 1, j), B_AT(k + 2, j), B_AT(k + 3, j), \
+                              B_AT(k + 4, j), B_AT(k + 5, j), B_AT(k + 6, j), B_AT(k + 7, j))
+
+__kernel void gemv(const int M, const int N, const int K,
+                   __global const float *A, const int a_group_stride,
+                   __global const float *B, const int b_batch_stride,
+                   __global float *C, const int c_batch_stride,
+                   __global const float *bias, const int bias_mode, const int groups,
+                   __global const float *residual)
+{
+#if LANES > 1
+    const int j = get_group_id(0), lane = get_local_id(0);
+#else
+    const int j = get_global_id(0), lane = 0;
+#endif
+    const int r = get_global_id(1), z = get_global_id(2);
+    const int g = z % groups;
+    A += g * a_group_stride;
+    B += z * b_batch_stride;
+    C += z * c_batch_stride;
+    float sum = 0.0f;
+    if (j < N && r < M) {   // (no early return: with LANES > 1 every work-item meets the barrier)
+        float8 acc = 0.0f;
+        const int full = K / 8 * 8;
+        for (int k = lane * 8; k < full; k += LANES * 8)
+            acc += A_ROW8(r, k) * B_COL8(k, j);
+        for (int k = full + lane; k < K; k += LANES)   // the K % 8 values left over
+            sum += A_AT(r, k) * B_AT(k, j);
+        const float4 folded = acc.lo + acc.hi;
+        sum += (folded.x + folded.y) + (folded.z + folded.w);
+    }
+#if LANES > 1
+    __local float partial[LANES];
+    partial[lane] = sum;
+    for (int step = LANES / 2; step > 0; step /= 2) {   // LANES is a power of two
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lane < step)
+            partial[lane] += partial[lane + step];
+    }
+    if (lane != 0)
+        return;
+    sum = partial[0];
+#endif
+    if (j < N && r < M)
+        C[r * N + j] = kuiper_epilogue(sum + BIAS_OF(g, r, j), residual,
+                                       z * c_batch_stride + r * N + j);
+}
+
+#endif  // KUIPER_GEMV_H
