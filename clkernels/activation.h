@@ -11,6 +11,8 @@
 // they can (x != x for "is NaN", 35x faster than isnan() there; a ?: instead of fmax or clamp).
 // On vectors, `c ? a : b` with a vector condition chooses per component (OpenCL C's rule).
 // Each argument may be evaluated more than once: pass plain values, not calls with effects.
+// Being macros, their names (keep_nan, sigmoid, softplus, log_sigmoid, gelu) are taken in every
+// kernel file that includes this one, directly or through epilogue.h / gemm.h.
 
 #ifndef KUIPER_ACTIVATION_H
 #define KUIPER_ACTIVATION_H

@@ -303,8 +303,8 @@ __kernel void implicit_gemm_blocked(IMPLICIT_GEMM_ARGS)
         if (count == VEC_N) {  // a whole run: bias and epilogue on the vector (epilogue.h)
             const floatv v = EPILOGUE_V(acc[i] + (has_bias ? bias[channel] : 0.0f),
                                         residual, base);
-            __global float *out = y + base;
-            STORE_V(out, v);
+            __global float *dst = y + base;
+            STORE_V(dst, v);
             continue;
         }
 #endif

@@ -10,9 +10,10 @@
 #define TRANS_A 1
 #include "gemm.h"
 
-// One work-item per output value: global size (OW, OD*OH, N*COUT), so neighbouring work-items
-// write neighbouring values (coalesced stores on a GPU; a work-item per output row wrote 128
-// values apart and made UNet's ConvTranspose2d 10x slower on an H100). Input voxel (iz, iy, ix)
+// One work-item per output value, in the output's order (global size N*COUT*OD*OH*OW, rounded
+// up; one dimension, so no grid limit of a driver applies), so neighbouring work-items write
+// neighbouring values: coalesced stores on a GPU. A work-item per output row wrote values a row
+// apart, and UNet's two ConvTranspose2d took 0.30 ms on an H100 instead of about 0.1. Input voxel (iz, iy, ix)
 // with kernel offset (a, i, j) lands on output (iz*SD + a*DD - PD, iy*SH + i*DH - PH, ...);
 // here we solve that for the input coordinates: only offsets where the division by the stride
 // is exact contribute. The sum starts at the bias and adds the taps in (a, i, j) order.
@@ -24,11 +25,12 @@ __kernel void col2im(__global const float *cols, __global const float *bias, con
                      const int PD, const int PH, const int PW,
                      const int DD, const int DH, const int DW, const int NCOUT)
 {
-    const int ox = get_global_id(0);
-    const int ozy = get_global_id(1);          // oz*OH + oy
-    const int nco = get_global_id(2);
-    if (ox >= OW || ozy >= OD * OH || nco >= NCOUT)
+    const long i = get_global_id(0);
+    if (i >= (long)NCOUT * OD * OH * OW)
         return;
+    const int ox = i % OW;
+    const int ozy = (i / OW) % (OD * OH);     // oz*OH + oy
+    const int nco = i / ((long)OW * OD * OH);
     const int oz = ozy / OH, oy = ozy % OH;
     float acc = has_bias ? bias[nco % COUT] : 0.0f;
     for (int a = 0; a < KD; ++a) {
@@ -51,5 +53,5 @@ __kernel void col2im(__global const float *cols, __global const float *bias, con
             }
         }
     }
-    y[((long)nco * OD * OH + ozy) * OW + ox] = acc;
+    y[i] = acc;
 }

@@ -51,9 +51,9 @@ inline float kuiper_epilogue(float v, __global const float *residual, const int 
 // what makes a fused SiLU cheap: exp() of a float8 is SIMD code, exp() of a float a call per
 // value (YOLOv5s's first convolution on PoCL: 15.8 ms with a SiLU per value, 5.3 on vectors).
 // The residual's values are loaded one by one, which the compiler merges (vloadn: a call).
-#define RESIDUAL_4(r) (float4)(r[0], r[1], r[2], r[3])
-#define RESIDUAL_8(r) (float8)(RESIDUAL_4(r), r[4], r[5], r[6], r[7])
-#define RESIDUAL_16(r) (float16)(RESIDUAL_8(r), RESIDUAL_8((r + 8)))
+#define RESIDUAL_4(r) (float4)((r)[0], (r)[1], (r)[2], (r)[3])
+#define RESIDUAL_8(r) (float8)(RESIDUAL_4(r), (r)[4], (r)[5], (r)[6], (r)[7])
+#define RESIDUAL_16(r) (float16)(RESIDUAL_8(r), RESIDUAL_8((r) + 8))
 
 // A vector's values stored one by one to p[0], p[1] ...: the compiler merges them into one
 // store (vstoren: a call in PoCL). p and v must be plain names.
@@ -62,34 +62,25 @@ inline float kuiper_epilogue(float v, __global const float *residual, const int 
                         p[4] = v.s4; p[5] = v.s5; p[6] = v.s6; p[7] = v.s7; }
 #define STORE_16(p, v) { STORE_8(p, v.lo); __global float *p##_hi = p + 8; STORE_8(p##_hi, v.hi); }
 
-inline float4 kuiper_epilogue4(float4 v, __global const float *residual, const int index)
-{
-    v = EPI_ACT(v);
+// (inside the functions below, whose arguments are named residual and index)
 #if EPI_RESIDUAL
-    __global const float *r = residual + index;
-    v += RESIDUAL_4(r);
+#define ADD_RESIDUAL(v, N) v += RESIDUAL_##N(residual + index)
+#else
+#define ADD_RESIDUAL(v, N)
 #endif
-    return EPI_POST(v);
-}
 
-inline float8 kuiper_epilogue8(float8 v, __global const float *residual, const int index)
-{
-    v = EPI_ACT(v);
-#if EPI_RESIDUAL
-    __global const float *r = residual + index;
-    v += RESIDUAL_8(r);
-#endif
-    return EPI_POST(v);
-}
-
-inline float16 kuiper_epilogue16(float16 v, __global const float *residual, const int index)
-{
-    v = EPI_ACT(v);
-#if EPI_RESIDUAL
-    __global const float *r = residual + index;
-    v += RESIDUAL_16(r);
-#endif
-    return EPI_POST(v);
-}
+// kuiper_epilogue4, kuiper_epilogue8 and kuiper_epilogue16: the body of kuiper_epilogue above,
+// written once for the three vector widths.
+#define VECTOR_EPILOGUE(N)                                                                     \
+    inline float##N kuiper_epilogue##N(float##N v, __global const float *residual,            \
+                                       const int index)                                       \
+    {                                                                                          \
+        v = EPI_ACT(v);                                                                        \
+        ADD_RESIDUAL(v, N);                                                                    \
+        return EPI_POST(v);                                                                    \
+    }
+VECTOR_EPILOGUE(4)
+VECTOR_EPILOGUE(8)
+VECTOR_EPILOGUE(16)
 
 #endif  // KUIPER_EPILOGUE_H

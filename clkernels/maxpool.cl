@@ -51,9 +51,9 @@ inline void max_over_window(const int i, __global const float *x, __global float
         const int iz = z0 + kz * dd;
         for (int ky = y_lo; ky < y_hi; ++ky) {
             const int iy = y0 + ky * dh;
-            __global const float *row = src + (iz * H + iy) * W + x0;
+            __global const float *row = src + (iz * H + iy) * W;
             for (int kx = x_lo; kx < x_hi; ++kx) {
-                const float v = row[kx * dw];
+                const float v = row[x0 + kx * dw];
                 // A NaN always wins, as in PyTorch (v != v: NaN; isnan() is a slow call in PoCL)
                 if (v > best || v != v) {
                     best = v;
@@ -152,9 +152,9 @@ __kernel void maxpool_runs(__global const float *x, __global float *y, const int
         taps_inside(xs, KW, DW, W, &x_lo, &x_hi);
         float best = -INFINITY;
         for (int ky = y_lo; ky < y_hi; ++ky) {
-            __global const float *p = src + (y0 + ky * dh) * W + xs;
+            __global const float *p = src + (y0 + ky * dh) * W;
             for (int kx = x_lo; kx < x_hi; ++kx) {
-                const float v = p[kx * DW];
+                const float v = p[xs + kx * DW];
                 best = v > best || v != v ? v : best;
             }
         }

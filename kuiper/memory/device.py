@@ -8,7 +8,8 @@ Four things the OpenCL executor asks of this module, once per input shape:
    on an input's marker is a view of that input, a result on an output marker owns bytes.
 2. `DeviceMemory`: allocates the plan's blocks (one arena for greedy_by_size, pooled buffers for
    greedy_in_order) and hands each tensor a pyopencl array on its bytes: the block itself when
-   the tensor starts at its beginning, else a sub-buffer (`get_sub_region`) at its offset.
+   the tensor starts at its beginning and no other tensor of the block starts elsewhere (a
+   pooled block), else a sub-buffer (`get_sub_region`) at its offset.
    Sub-buffers keep every array at offset 0, which kernels bound with `array.data` need; their
    origins are multiples of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (the plan aligns every
    offset to it). Which strategy a device gets by default is `default_strategy`'s choice: on
@@ -101,6 +102,9 @@ class DeviceMemory:
         self.runtime, self.plan = runtime, plan
         self.blocks = [runtime.buffer(size) for size in plan.block_sizes]
         self.subs: list = []  # every sub-buffer handed out, released before the blocks
+        # blocks where some tensor starts past the beginning (an arena), by index
+        self._shared_blocks = {plan.blocks[name] for name in plan.offsets
+                               if plan.offset_in_block(name) != 0}
 
     def release(self) -> None:
         """Free the sub-buffers, then the blocks, in that order and now (close, rebuild).
@@ -126,9 +130,14 @@ class DeviceMemory:
 
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        block = self.blocks[self.plan.blocks[name]]
+        block_index = self.plan.blocks[name]
+        block = self.blocks[block_index]
         offset = self.plan.offset_in_block(name)
-        if offset == 0:  # (a block reused by a smaller tensor: the array uses its beginning)
+        # A tensor at the start of a block that holds no tensor elsewhere (a pooled block,
+        # perhaps reused by a smaller tensor) uses the block itself. In an arena it takes a
+        # sub-buffer like the others: OpenCL leaves using a buffer and its sub-buffers at once
+        # undefined.
+        if offset == 0 and (nbytes == block.size or block_index not in self._shared_blocks):
             data = block
         else:
             data = block.get_sub_region(offset, nbytes)

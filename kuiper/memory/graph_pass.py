@@ -29,8 +29,7 @@ def plan_memory(graph, steps_plan):
     """Set `steps_plan.memory` to the plan of the graph's operands; the pass's report."""
     from kuiper.passes.plan import PassReport  # the passes import this package, not back
 
-    strategy = check_strategy(getattr(graph, "backend_options", {}).get("memory",
-                                                                       DEFAULT_STRATEGY))
+    strategy = check_strategy(strategy_of(graph))
     tensors = graph_lifetimes(graph, steps_plan)
     result = plan(tensors, strategy)
     steps_plan.memory = result
@@ -39,6 +38,18 @@ def plan_memory(graph, steps_plan):
                f"({result.ratio:.2f}x the lower bound of {short_bytes(result.lower_bound)}; "
                f"a buffer each: {short_bytes(naive)})")
     return PassReport("plan_memory", summary, changed=len(tensors))
+
+
+def strategy_of(graph) -> str:
+    """The strategy the graph's executor will use: the one asked for, else its backend's
+    default for the device (an OpenCL GPU: greedy_in_order, kuiper/memory/device.py)."""
+    options = getattr(graph, "backend_options", {})
+    if options.get("memory") is not None:
+        return options["memory"]
+    from kuiper import registry  # the executors import this package, not back
+
+    default = getattr(registry.executor_class(graph.backend), "default_memory", None)
+    return default(options) if default is not None else DEFAULT_STRATEGY
 
 
 def short_bytes(n: int) -> str:

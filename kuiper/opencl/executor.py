@@ -99,6 +99,15 @@ class OpenCLExecutor:
         self.rebuild()
         logger.debug("OpenCL build done in %.2f s", time.perf_counter() - start)
 
+    @staticmethod
+    def default_memory(options: dict) -> str:
+        """The memory strategy of a graph loaded with `options` that names none (the
+        plan_memory pass reports it before the executor exists)."""
+        runtime = options.get("runtime") or OpenCLRuntime.shared(
+            options.get("device"), options.get("out_of_order", False),
+            options.get("profiling", False))
+        return default_strategy(runtime.device)
+
     def rebuild(self) -> None:
         """Allocate and bind again for the graph's current shapes (after a resize)."""
         self._unoptimized: OpenCLExecutor | None = None  # made by the first observed run

@@ -37,7 +37,7 @@ EXPRESSIONS: dict[type, str] = {
     cpu.GELU: "gelu(x,p0)",
     cpu.Tanh: "tanh(x)",
     cpu.ELU: "x>0.0f?x:p0*expm1(x)",
-    cpu.CELU: "keep_nan(x,fmax(x,0.0f)+fmin(0.0f,p0*expm1(x/p0)))",
+    cpu.CELU: "keep_nan(x,fmax(x,0.0f)+fmin(p0*expm1(x/p0),0.0f))",
     cpu.SELU: f"{cpu.SELU_SCALE:.9g}f*(x>0.0f?x:{cpu.SELU_ALPHA:.9g}f*expm1(x))",
     cpu.Mish: "x*tanh(softplus(x,1.0f,20.0f))",
     cpu.Softplus: "softplus(x,p0,p1)",

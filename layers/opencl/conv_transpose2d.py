@@ -13,7 +13,7 @@ import numpy as np
 
 from kuiper.layers.cpu import conv_transpose2d
 from kuiper.layers.opencl.conv2d import lift3
-from kuiper.layers.opencl_base import Launch, OpenCLLayer
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.gemm import BIAS_NONE, WeightBuffers, weight_gemm_launch
 from kuiper.registry import register
 
@@ -40,7 +40,8 @@ class ConvTransposeBind(WeightBuffers, OpenCLLayer):
                                            *lift3(self.padding, fill=0),
                                            *lift3(self.dilation))),
                         i32(n * cout))
-        self.launches = [gemm, Launch(col2im, (out[2], out[0] * out[1], n * cout))]
+        values = n * cout * int(np.prod(out))
+        self.launches = [gemm, Launch(col2im, (round_up(values, 64),))]
 
 
 @register(backend="opencl")

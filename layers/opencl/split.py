@@ -28,6 +28,7 @@ class DeviceSplit(StridedCopyLayer):
             return
         rows = int(np.prod(shape[:self.axis], dtype=np.int64))
         inner = int(np.prod(shape[self.axis + 1:], dtype=np.int64))
+        self.keep_alive = []  # (the strided copies' index tables of an earlier binding)
         self.launches = (blocks_launches(self, "split4", inputs[0], outputs,
                                          [n * inner for n in spans], shape[self.axis] * inner,
                                          rows, in_specs[0].dtype) if rows and inner else [])

@@ -28,6 +28,9 @@ from kuiper.layers.opencl_helpers.gemm_params import (
 
 # Fraction of peak at full occupancy, by (kernel, block rows x block cols), from the sweeps.
 GPU_EFFICIENCY = {128: 0.50, 64: 0.46, 32: 0.40, 16: 0.36}   # by WPT_M * WPT_N
+# 16x8 blocks reach 0.50 only when both sides of C are big (4096^3); on ResNet-18's batch-32
+# convolutions (M 64-512) they ran at 6.8-14.1 TFLOP/s, 0.10-0.21 of peak.
+BIG_BLOCK_MIN_SIDE, BIG_BLOCK_SMALL_EFFICIENCY = 2048, 0.15
 CPU_EFFICIENCY = {16: 1.0, 8: 0.7}                       # by BLOCK_N (vs. an AVX-512 core)
 UNBLOCKED_K = 256            # gemm_blocked without K blocking slows down past this K
 
@@ -105,7 +108,11 @@ def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
     groups = (-(-m // tm)) * (-(-n // tn)) * z
     flops = 2.0 * ceil_to(m, tm) * ceil_to(n, tn) * ceil_to(k, min(tk, k)) * z
     bytes_moved = 4.0 * (m * k + k * n * z + m * n * z) + extra_bytes
-    rate = efficiency(params, k, device) * utilisation(params, groups, device)
+    eff = efficiency(params, k, device)
+    if (params["kernel"] == "gemm_tiled" and params["WPT_M"] * params["WPT_N"] >= 128
+            and min(m, n) < BIG_BLOCK_MIN_SIDE):
+        eff = BIG_BLOCK_SMALL_EFFICIENCY
+    rate = eff * utilisation(params, groups, device)
     return roofline(device, flops, bytes_moved, launches, rate)
 
 

@@ -6,8 +6,8 @@
   across the batch). The kernel is compiled into the layer's own program (its .cl file includes
   gemm.h and may set TRANS_A / TRANS_B), and comes in two families, each with tile sizes as -D
   options: register-blocked local-memory tiles for GPUs (gemm_tiled.h), SIMD blocks for CPUs
-  (gemm_blocked.h). The parameter sets below are what the cost model (cost_model.py) and
-  `kuiper tune` choose from.
+  (gemm_blocked.h); a linear layer on a few rows may also take gemv.h. The parameter sets of
+  gemm_params.py are what the cost model (cost_model.py) and `kuiper tune` choose from.
 - `strided_gemm_launch`, `bgemm` of clkernels/matmul.cl, for matmul, attention and the
   recurrent layers, whose operands are broadcast, transposed or cut into heads: each operand is
   read through a `Strided` view, so none of that costs a copy. Simpler and slower than gemm.h,

@@ -65,17 +65,34 @@ def test_pooled_buffers_need_no_sub_buffers_and_are_the_gpu_default(mixed):
     slow every launch on NVIDIA's driver (kuiper/memory/device.py: default_strategy). It is
     the default on devices that are not CPUs; CPUs get the arena."""
     from kuiper.memory.device import default_strategy
+    from kuiper.memory.graph_pass import strategy_of
     from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
 
     assert default_strategy(fake_h100()) == "greedy_in_order"
     assert default_strategy(fake_two_core_cpu()) == "greedy_by_size"
     path, x, expected = mixed
-    graph = kuiper.load(path, backend="opencl")
-    assert graph.executor.memory_strategy == default_strategy(graph.executor.runtime.device)
-    pooled = load(path, "greedy_in_order")
-    assert pooled.executor._device_memory.subs == []
-    for got, want in zip(pooled.forward(x), expected):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    with kuiper.load(path, backend="opencl") as graph:
+        chosen = default_strategy(graph.executor.runtime.device)
+        assert graph.executor.memory_strategy == chosen
+        assert strategy_of(graph) == chosen         # what `kuiper info --passes` reports
+    with load(path, "greedy_in_order") as pooled:
+        assert pooled.executor._device_memory.subs == []
+        for got, want in zip(pooled.forward(x), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_an_arena_never_mixes_itself_with_its_sub_buffers(mixed):
+    """In an arena every tensor, the one at offset 0 too, is a sub-buffer (unless it fills
+    the arena): OpenCL leaves using a buffer and its sub-buffers at once undefined."""
+    path, x, expected = mixed
+    with load(path, "greedy_by_size") as graph:
+        memory = graph.executor._device_memory
+        (arena,) = memory.blocks
+        assert len(memory.plan.offsets) > 1 and memory.subs
+        arrays = [a for a in graph.executor.arrays.values() if hasattr(a, "base_data")]
+        assert arrays and all(a.base_data.int_ptr != arena.int_ptr for a in arrays)
+        for got, want in zip(graph.forward(x), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("memory", ["greedy_in_order", "greedy_by_size"])
