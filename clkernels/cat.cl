@@ -11,8 +11,10 @@
 #define T float
 #endif
 
-__kernel void cat4(__global const T *x0, __global const T *x1, __global const T *x2,
-                   __global const T *x3, __global T *y, const int len0, const int len1,
+// Both kernels take the whole tensor first, then the four parts (layers/opencl_helpers/blocks.py
+// binds them alike).
+__kernel void cat4(__global T *y, __global const T *x0, __global const T *x1,
+                   __global const T *x2, __global const T *x3, const int len0, const int len1,
                    const int len2, const int len3, const int y_row, const int first_column,
                    const int n)
 {

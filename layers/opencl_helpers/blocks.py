@@ -28,12 +28,8 @@ def blocks_launches(layer, kernel_name: str, whole, parts, lengths, row: int, ro
         width = sum(n for _, n in chunk)
         kernel = layer.kernel(kernel_name, [f"-DT={move_type(dtype)}"], stem="cat")
         buffers = [p.data if p is not None else None for p, _ in chunk]
-        if kernel_name == "cat4":
-            kernel.set_args(*buffers, whole.data, *(np.int32(n) for _, n in chunk),
-                            np.int32(row), np.int32(first), np.int32(rows * width))
-        else:
-            kernel.set_args(whole.data, *buffers, *(np.int32(n) for _, n in chunk),
-                            np.int32(row), np.int32(first), np.int32(rows * width))
+        kernel.set_args(whole.data, *buffers, *(np.int32(n) for _, n in chunk),
+                        np.int32(row), np.int32(first), np.int32(rows * width))
         launches.append(Launch(kernel, (round_up(rows * width, 64),)))
         first += width
     return launches

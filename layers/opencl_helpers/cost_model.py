@@ -47,10 +47,13 @@ def tile_shape(params: dict) -> tuple[int, int, int]:
     return 8 * params["GROUP_M"], params["BLOCK_N"] * params["GROUP_N"], block_k
 
 
-def efficiency(params: dict, k: int, device: Any) -> float:
-    """Fraction of peak on a big problem (factor 1 of the module docstring)."""
+def efficiency(params: dict, m: int, n: int, k: int, device: Any) -> float:
+    """Fraction of peak on a big problem (factor 1 of the module docstring); C is m x n."""
     if params["kernel"] == "gemm_tiled":
-        eff = GPU_EFFICIENCY.get(params["WPT_M"] * params["WPT_N"], 0.25)
+        block = params["WPT_M"] * params["WPT_N"]
+        if block >= 128 and min(m, n) < BIG_BLOCK_MIN_SIDE:
+            return BIG_BLOCK_SMALL_EFFICIENCY
+        eff = GPU_EFFICIENCY.get(block, 0.25)
         if params.get("LDS_VEC"):   # float4 local reads: +5..15% on 4x4 blocks
             eff *= 1.1
         return eff * (1.0 if params["VEC"] == 4 or params["WPT_M"] < 8 else 0.6)
@@ -108,11 +111,7 @@ def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
     groups = (-(-m // tm)) * (-(-n // tn)) * z
     flops = 2.0 * ceil_to(m, tm) * ceil_to(n, tn) * ceil_to(k, min(tk, k)) * z
     bytes_moved = 4.0 * (m * k + k * n * z + m * n * z) + extra_bytes
-    eff = efficiency(params, k, device)
-    if (params["kernel"] == "gemm_tiled" and params["WPT_M"] * params["WPT_N"] >= 128
-            and min(m, n) < BIG_BLOCK_MIN_SIDE):
-        eff = BIG_BLOCK_SMALL_EFFICIENCY
-    rate = eff * utilisation(params, groups, device)
+    rate = efficiency(params, m, n, k, device) * utilisation(params, groups, device)
     return roofline(device, flops, bytes_moved, launches, rate)
 
 
