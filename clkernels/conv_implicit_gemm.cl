@@ -279,7 +279,15 @@ __kernel void implicit_gemm_blocked(IMPLICIT_GEMM_ARGS)
         const int first = px0 + e.w;                // padded column of the run's first pixel
         if (SW == 1 && count == VEC_N && first >= PAD_W && first + VEC_N <= PAD_W + W) {
             bv = GATHER(floatv, line + first - PAD_W, LANE_INDEX);   // inside: a vector load
-        } else {                                    // an edge, a short run, or stride > 1
+        } else if (SW == 2 && count == VEC_N && first >= PAD_W
+                   && first + 2 * VEC_N <= PAD_W + W) {
+            // stride 2, inside: two vector loads and their even lanes. A gather of every
+            // other value compiles to one load per lane (PoCL), and YOLO's stride-2 3x3
+            // convolutions ran at a third of im2col's speed with it.
+            const floatv lo = GATHER(floatv, line + first - PAD_W, LANE_INDEX);
+            const floatv hi = GATHER(floatv, line + first - PAD_W + VEC_N, LANE_INDEX);
+            bv = (floatv)(lo.even, hi.even);
+        } else {                                    // an edge, a short run, or stride > 2
 #if ZERO_PAD
             const intv ix = (intv)(first - PAD_W) + lane_step;
             const intv inside = ix >= 0 && ix < W;

@@ -37,6 +37,10 @@
 //
 // Vector loads and 8x8 blocks are what moved 4096^3 from 17.9 to 32 TFLOP/s (48% of peak);
 // 16x8 blocks reach 34.0 (51%) there, and lose on every convolution shape.
+// With A stored K x M (TRANS_A, as ConvTranspose's weight is) the A slab's float4 loads run
+// along m and land in local memory unchanged, where M x K storage scatters each one into four
+// rows: 256x128x8 16x8 reaches 39.3-39.4 TFLOP/s (59% of peak; three runs), 128x128x8 8x8
+// (lds4) 36.0, 128x128x16 8x8 (lds4) 34.8.
 // Tile sizes matter most for the shape: wide tiles leave SMs idle on small problems (ResNet-18
 // stage 4 at batch 1: 0.35 TFLOP/s with 128x128, 1.24 with 32x32), which is why the cost
 // model (layers/opencl_helpers/cost_model.py) counts work-groups per compute unit. The full

@@ -9,6 +9,12 @@ Method (what makes the numbers worth writing down):
   timing all of one column and then all of the next would pin such a phase on one framework.
   Before each block the machine idles for a moment, because every framework's worker threads
   keep spinning a while after their last task (OpenBLAS: ~0.1 s) and would slow the next one;
+- that pause lets every framework's threads (and the CPU's clocks) go idle, and frameworks
+  come back up to speed at different rates: on the 2-core VM of the README, PyTorch's second
+  MobileNetV2 run after a 0.25 s pause is at full speed, PoCL's fourth. So after the pause each
+  column runs untimed for `REWARM_SECONDS` (at least once) before its timed block: the medians
+  are steady-state times for everyone. The first run after each pause is kept apart and shown
+  as "after idle" (the latency of an occasional single inference);
 - we report the median (typical) and the min (best case, least disturbed by other processes)
   rather than the mean, which one hiccup can move; p90/p99 show the tail (p99 of 20 runs is
   about the slowest run: ask for more runs, or --seconds, before trusting it); throughput is
@@ -69,6 +75,7 @@ log = logging.getLogger("kuiper.tools")
 REFERENCES = ("torch", "onnxruntime", "torch-cuda", "torch-cuda-default")
 PROFILE_RUNS = 5
 SETTLE_SECONDS = 0.25  # longer than OpenBLAS's and OpenMP's spin-wait before their threads sleep
+REWARM_SECONDS = 0.05  # untimed runs after each pause (PoCL needs 3-4 MobileNetV2 runs, ~35 ms)
 
 
 @dataclass
@@ -77,6 +84,7 @@ class Column:
 
     label: str
     runs: list[float] = field(default_factory=list)  # seconds
+    after_idle: list[float] = field(default_factory=list)  # the first run after each pause
     outputs: list = field(default_factory=list)
     profile: dict[str, float] = field(default_factory=dict)  # operator name -> seconds
     note: str = ""
@@ -194,6 +202,11 @@ def time_columns(columns: list[Column], warmup: int, repeat: int, rounds: int,
     for block in blocks:
         for column in columns:
             time.sleep(SETTLE_SECONDS)
+            start = time.perf_counter()
+            column.run()                  # the first run after the pause: "after idle"
+            column.after_idle.append(time.perf_counter() - start)
+            while time.perf_counter() - start < REWARM_SECONDS:   # back up to speed, untimed
+                column.run()
             block_start = time.perf_counter()
             done = 0
             # A count, or a time budget: at least one run either way.
@@ -550,7 +563,9 @@ def summary_numbers(column: Column, batch: int) -> dict:
             "min_ms": column.best * 1e3, "p50_ms": column.percentile(50) * 1e3,
             "p90_ms": column.percentile(90) * 1e3, "p99_ms": column.percentile(99) * 1e3,
             "inferences_per_s": 1 / column.median if column.median else None,
-            "items_per_s": batch / column.median if column.median else None}
+            "items_per_s": batch / column.median if column.median else None,
+            "after_idle_ms": (statistics.median(column.after_idle) * 1e3
+                              if column.after_idle else None)}
 
 
 def bench_document(path, inputs, flops, columns, skipped, probe, batch, warmup, rounds,
@@ -609,6 +624,9 @@ def report(columns: list[Column], skipped: list[str], probe, top: int, batch: in
     for c in columns:
         if c.memory:
             print(f"memory of {c.label.split(' (')[0]}: {c.memory}")
+    print("first run after each pause (not in the runs above): " + ", ".join(
+        f"{c.label.split(' (')[0]} {statistics.median(c.after_idle) * 1e3:.3f} ms"
+        for c in columns if c.after_idle))
     print(f"\n'vs {ref.label.split()[0]}' = median / median of {ref.label.split()[0]} "
           "(below 1: faster); max |diff| is against the first row's outputs; median = p50; "
           f"inf/s = 1 / median, items/s = batch ({batch}) / median; runs per column: "

@@ -1,12 +1,14 @@
-"""`kuiper tune MODEL`: time every kernel candidate of each convolution and linear layer on the
-device, and keep the winners in the tuning cache, which later loads use automatically.
+"""`kuiper tune MODEL`: time every kernel candidate of each convolution, transposed convolution
+and linear layer on the device, and keep the winners in the tuning cache, which later loads use
+automatically.
 
-For each distinct problem of the model (a convolution's ConvProblem, a linear layer's GEMM
-shape), every algorithm that can run it (layers/opencl_helpers/conv_select.py) is bound with
-each of its parameter sets, on a fresh copy of the layer with its own buffers, and timed:
-one warm-up run (the kernels are compiled at bind time, before it), then `--runs` timed runs,
-each measured on the device from OpenCL profiling events (first kernel's start to last
-kernel's end), so host overheads do not count; the median decides. The winners go to the
+For each distinct problem of the model (a convolution's ConvProblem, the GEMM shape of a linear
+layer or of a transposed convolution), every algorithm that can run it
+(layers/opencl_helpers/conv_select.py) is bound with each of its parameter sets, on a fresh
+copy of the layer with its own buffers, and timed: one warm-up run (the kernels are compiled
+at bind time, before it), then `--runs` timed runs, each measured on the device from OpenCL
+profiling events (first kernel's start to last kernel's end), so host overheads do not count;
+the median decides. The winners go to the
 tuning cache (kuiper/opencl/tuning.py: keyed by device name, driver version and shape).
 
 Each winner is written to the cache as soon as its problem is timed, so a tune that is stopped
@@ -37,8 +39,8 @@ log = logging.getLogger("kuiper.tools")
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("tune", help="time the convolution kernels of a model on the device and "
-                       "keep the fastest (a cache later loads use)", description=__doc__,
+    p = sub.add_parser("tune", help="time the convolution and GEMM kernels of a model on the "
+                       "device and keep the fastest (a cache later loads use)", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="path of the .pnnx.param (the .pnnx.bin is found beside it)")
     p.add_argument("--backend", choices=("opencl",), default="opencl",
@@ -73,7 +75,7 @@ class Problem:
     key: str                          # the tuning cache's key
     op: Any                           # the first operator with this shape
     flops: float
-    shape: Any = None                 # the ConvProblem, or the GEMM's (M, N, K)
+    shape: Any = None                 # the ConvProblem, or the GEMM's (M, N, K, Z, ta, tb)
     layers: list[str] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     model_choice: tuple[str, dict] | None = None   # the cost model's (algorithm, params)
@@ -168,8 +170,10 @@ def _device_spec(runtime) -> str:
 
 
 def collect_problems(graph) -> list[Problem]:
-    """The distinct convolution and linear problems of the graph, in model order."""
+    """The distinct convolution and GEMM problems of the graph, in model order. A GEMM's shape
+    is (M, N, K, Z, trans_a, trans_b): ranked_gemm_params' and tuning.gemm_key's arguments."""
     from kuiper.layers.opencl.conv2d import ConvBind
+    from kuiper.layers.opencl.conv_transpose2d import ConvTransposeBind
     from kuiper.layers.opencl.linear import Linear
     from kuiper.opencl import tuning
 
@@ -181,12 +185,15 @@ def collect_problems(graph) -> list[Problem]:
         if isinstance(layer, ConvBind) and getattr(layer, "host_fallback", None) is None:
             shape = layer.problem(in_specs)
             key, kind, flops = tuning.conv_key(shape), "conv", 2.0 * shape.macs
-        elif isinstance(layer, Linear):
-            shape = layer.gemm_shape(in_specs, out_specs)
-            if not all(shape):
+        elif isinstance(layer, (Linear, ConvTransposeBind)):
+            if isinstance(layer, Linear):   # x @ W^T: the weight is read transposed
+                shape = (*layer.gemm_shape(in_specs, out_specs), 1, False, True)
+            else:                           # W^T @ x into the column buffer
+                shape = (*layer.gemm_shape(in_specs), True, False)
+            if not all(shape[:4]):
                 continue
-            key, kind = tuning.gemm_key(*shape, trans_b=True), "gemm"
-            flops = 2.0 * float(np.prod(shape))
+            key, kind = tuning.gemm_key(*shape), "gemm"
+            flops = 2.0 * float(np.prod(shape[:4]))
         else:
             continue
         if key not in found:
@@ -201,7 +208,7 @@ def candidate_list(problem: Problem, device) -> list[Candidate]:
     from kuiper.layers.opencl_helpers.cost_model import ranked_gemm_params
 
     if problem.kind == "gemm":
-        sets = ranked_gemm_params(device, *problem.shape, trans_b=True)  # linear layers
+        sets = ranked_gemm_params(device, *problem.shape)
         problem.model_choice = ("gemm", sets[0])
         return [Candidate("gemm", p) for p in sets]
     conv = problem.shape

@@ -1,7 +1,9 @@
 """Transposed convolution on OpenCL: the weight GEMM into a column buffer, then `col2im`.
 
 Both launches are bound once here (clkernels/conv_transpose2d.cl explains them). The column
-buffer holds Cout*KD*KH*KW values per input voxel and is allocated at bind time. The kernels are
+buffer holds Cout*KD*KH*KW values per input voxel and is allocated at bind time. The GEMM's
+parameter set is the one `kuiper tune` measured fastest for this shape, else the cost model's
+(conv_select.select_gemm), as for a linear layer; `kuiper info` shows which and why. The kernels are
 written for 3-D volumes; ConvTranspose1d and ConvTranspose3d (layers/opencl/conv_transpose1d.py,
 conv_transpose3d.py) use the same binding, a 1-D or 2-D input being a volume with unit leading
 axes.
@@ -14,6 +16,7 @@ import numpy as np
 from kuiper.layers.cpu import conv_transpose2d
 from kuiper.layers.opencl.conv2d import lift3
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_helpers.conv_select import select_gemm
 from kuiper.layers.opencl_helpers.gemm import BIAS_NONE, WeightBuffers, weight_gemm_launch
 from kuiper.registry import register
 
@@ -21,17 +24,30 @@ from kuiper.registry import register
 class ConvTransposeBind(WeightBuffers, OpenCLLayer):
     """bind() for ConvTransposeNd twins (ndim 1, 2 or 3): every call becomes a 3-D one."""
 
+    algorithm: str = ""
+    algorithm_params: dict | None = None
+    algorithm_reason: str = ""
+
+    def gemm_shape(self, in_specs) -> tuple[int, int, int, int]:
+        """(M, N, K, Z) of the weight GEMM: Cout/G*taps rows, one column per input voxel,
+        Cin/G deep, batch*groups products (the weight is read transposed: TRANS_A)."""
+        geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
+        taps, voxels = int(np.prod(lift3(geo.kernel))), int(np.prod(lift3(geo.size)))
+        return geo.cout // self.groups * taps, voxels, geo.cin_g, geo.n * self.groups
+
     def bind(self, inputs, outputs, in_specs, out_specs):
         geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
         size, kernel, out = lift3(geo.size), lift3(geo.kernel), lift3(geo.out)
         n, cout, g = geo.n, geo.cout, self.groups
         weight, bias = self.weight_buffers(inputs)
         # 1. cols[n][g] (Cout/G*KD*KH*KW x D*H*W) = W[g]^T @ x[n][g]
-        taps, voxels = int(np.prod(kernel)), int(np.prod(size))
-        m, k = cout // g * taps, geo.cin_g
-        self.cols = self.workspace((n * cout * taps * voxels,), np.float32)
+        m, voxels, k, z = self.gemm_shape(in_specs)
+        params, reason = select_gemm(self.runtime.device, m, voxels, k, z, trans_a=True)
+        self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
+        self.cols = self.workspace((n * m * g * voxels,), np.float32)
         gemm = weight_gemm_launch(self, m, voxels, k, weight, k * m, inputs[0].data, k * voxels,
-                                  self.cols.data, m * voxels, None, BIAS_NONE, groups=g, batch=n)
+                                  self.cols.data, m * voxels, None, BIAS_NONE, groups=g, batch=n,
+                                  params=params)
         # 2. every output value gathers its patch values (+ bias)
         i32 = np.int32
         col2im = self.kernel("col2im")

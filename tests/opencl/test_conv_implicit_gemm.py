@@ -36,6 +36,12 @@ CASES = {
     "2d 1x1 output replicate": ConvCase((2, 7, 3, 3), 5, (3, 3), mode="replicate"),
     "2d 1x1 kernel stride 2": ConvCase((1, 13, 8, 9), 17, (1, 1), stride=(2, 2)),
     "2d wide rows (vector loads and edges)": ConvCase((1, 3, 5, 37), 9, (3, 3), padding=(1, 1)),
+    # stride 2 on rows of 38 outputs: whole runs inside (two loads, even lanes), a run at the
+    # left edge, a short run at the right
+    "2d stride 2 wide rows (even-lane loads)": ConvCase((2, 3, 6, 75), 5, (3, 3), stride=(2, 2),
+                                                        padding=(1, 1)),
+    "2d 7x7 stride 2 (ResNet's stem)": ConvCase((1, 3, 11, 70), 8, (7, 7), stride=(2, 2),
+                                                padding=(3, 3)),
     "2d K=576 7x7": ConvCase((1, 64, 7, 7), 33, (3, 3), padding=(1, 1)),
     "1d stride 2 dilation 2 reflect": ConvCase((2, 7, 23), 9, (3,), stride=(2,), padding=(2,),
                                                dilation=(2,), mode="reflect"),
@@ -46,7 +52,8 @@ CASES = {
 }
 # the shapes every parameter set runs: rows shorter and longer than a run, groups, 1-D
 SET_CASES = ["2d batch 2, K=45", "2d groups 2 stride 2 dilation 2 reflect",
-             "2d wide rows (vector loads and edges)", "1d stride 2 dilation 2 reflect"]
+             "2d wide rows (vector loads and edges)", "2d stride 2 wide rows (even-lane loads)",
+             "1d stride 2 dilation 2 reflect"]
 
 
 def check(case: ConvCase, params: dict | None, rng) -> None:

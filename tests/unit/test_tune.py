@@ -141,6 +141,39 @@ def test_tune_writes_the_cache_and_the_next_load_uses_it(capsys, cache_dir, conv
 
 
 @needs_opencl
+@pytest.mark.parametrize("groups,stride,batch", [(1, 2, 1), (2, 3, 2)])
+def test_tune_times_a_transposed_convolutions_gemm(capsys, cache_dir, tmp_path, rng, groups,
+                                                   stride, batch):
+    """A ConvTranspose2d's weight GEMM (W^T @ x into the column buffer) is a tuning problem of
+    its own, keyed by its shape, batch*groups and TRANS_A; the next load binds the winner
+    ("tuned" in `kuiper info`) and still computes what PyTorch does."""
+    x = rng.standard_normal((batch, 4, 5, 7)).astype(np.float32)
+    w = rng.standard_normal((4, 6 // groups, 3, 2)).astype(np.float32)
+    params = {"in_channels": 4, "out_channels": 6, "kernel_size": (3, 2),
+              "stride": (stride, stride), "padding": (1, 0), "output_padding": (1, 1),
+              "dilation": (1, 1), "groups": groups, "bias": False}
+    path = write_operator_model(tmp_path, "nn.ConvTranspose2d", [x], params=params,
+                                weights={"weight": w})
+    result = run_main(capsys, "tune", path, "--runs", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    (problem,) = json.loads(result.stdout)["problems"]
+    m, n, k, z = 6 // groups * 6, 5 * 7, 4 // groups, batch * groups
+    assert problem["kind"] == "gemm"
+    assert problem["key"] == tuning.gemm_key(m, n, k, z, trans_a=True)
+    assert problem["best"]["algorithm"] == "gemm" and len(problem["candidates"]) > 1
+    graph = kuiper.load(path, backend="opencl")
+    layer = next(op.layer for op in graph.order if op.type == "nn.ConvTranspose2d")
+    assert (layer.algorithm, layer.algorithm_reason) == ("gemm", "tuned")
+    assert layer.algorithm_params == problem["best"]["params"]
+    info = run_main(capsys, "info", path, "--backend", "opencl")
+    assert any(li.startswith("op0 ") and "tuned" in li for li in info.stdout.splitlines())
+    expected = torch.nn.functional.conv_transpose2d(
+        torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=(1, 0),
+        output_padding=1, groups=groups).numpy()
+    np.testing.assert_allclose(graph(x), expected, rtol=1e-4, atol=1e-4)
+
+
+@needs_opencl
 def test_tune_json(capsys, cache_dir, conv_model):
     result = run_main(capsys, "tune", conv_model, "--runs", "1", "--json")
     assert result.returncode == 0, result.stderr
