@@ -30,7 +30,7 @@
 // - implicit_gemm_blocked, for CPUs (no local memory, which PoCL emulates slowly): a work-item
 //   computes BLOCK_M output channels x a run of VEC_N consecutive pixels, as BLOCK_M SIMD
 //   vectors. Per k it builds one vector of VEC_N input values (one vector load when the run's
-//   window is inside an input row, else a gather) and does BLOCK_M vector multiply-adds, so
+//   window is inside an input row, two and their even lanes at stride 2, else a gather) and does BLOCK_M vector multiply-adds, so
 //   the index work is shared by BLOCK_M * VEC_N multiply-adds. With zero padding (ZERO_PAD=1)
 //   the edges are found by comparisons instead of table lookups.
 //
@@ -281,9 +281,10 @@ __kernel void implicit_gemm_blocked(IMPLICIT_GEMM_ARGS)
             bv = GATHER(floatv, line + first - PAD_W, LANE_INDEX);   // inside: a vector load
         } else if (SW == 2 && count == VEC_N && first >= PAD_W
                    && first + 2 * VEC_N <= PAD_W + W) {
-            // stride 2, inside: two vector loads and their even lanes. A gather of every
-            // other value compiles to one load per lane (PoCL), and YOLO's stride-2 3x3
-            // convolutions ran at a third of im2col's speed with it.
+            // stride 2, inside: two vector loads and their even lanes (the last lane loaded
+            // is not used, hence 2 * VEC_N in the bound). A gather of every other value
+            // compiles to one load per lane (PoCL): YOLO's stride-2 3x3 convolutions ran at a
+            // third of im2col's speed with it.
             const floatv lo = GATHER(floatv, line + first - PAD_W, LANE_INDEX);
             const floatv hi = GATHER(floatv, line + first - PAD_W + VEC_N, LANE_INDEX);
             bv = (floatv)(lo.even, hi.even);

@@ -11,7 +11,7 @@ $KUIPER_CACHE_DIR, else $XDG_CACHE_HOME/kuiper, else ~/.cache/kuiper):
 
 A device's entry is keyed by its name *and* driver version: a new driver may change which
 kernel is fastest, so its measurements start afresh. Problems are keyed by their shapes
-(ConvProblem.key, or gemm_key for a linear layer's product).
+(ConvProblem.key, or gemm_key for the product of a linear layer or a transposed convolution).
 
 Every load of a model looks its layers up here (conv_select.py); the file is read once per
 process and again only when it changed on disk. A corrupt or unreadable file is ignored with a

@@ -189,7 +189,9 @@ def blas_threads(threads: int):
 def time_columns(columns: list[Column], warmup: int, repeat: int, rounds: int,
                  advance: Callable[[Column], None], seconds: float | None = None) -> None:
     """Warm every column up, then time `repeat` runs of each in interleaved rounds; with
-    `seconds`, each column runs for about that long in all (seconds / rounds per round)."""
+    `seconds`, each column runs for about that long in all (seconds / rounds per round).
+    Each block starts with a pause (SETTLE_SECONDS) and untimed runs (REWARM_SECONDS), the
+    first of which goes to `column.after_idle`, not to `column.runs`."""
     for column in columns:
         for _ in range(warmup):
             column.run()
@@ -202,10 +204,10 @@ def time_columns(columns: list[Column], warmup: int, repeat: int, rounds: int,
     for block in blocks:
         for column in columns:
             time.sleep(SETTLE_SECONDS)
-            start = time.perf_counter()
+            after_pause = time.perf_counter()
             column.run()                  # the first run after the pause: "after idle"
-            column.after_idle.append(time.perf_counter() - start)
-            while time.perf_counter() - start < REWARM_SECONDS:   # back up to speed, untimed
+            column.after_idle.append(time.perf_counter() - after_pause)
+            while time.perf_counter() - after_pause < REWARM_SECONDS:   # back to speed, untimed
                 column.run()
             block_start = time.perf_counter()
             done = 0
@@ -565,7 +567,8 @@ def summary_numbers(column: Column, batch: int) -> dict:
             "inferences_per_s": 1 / column.median if column.median else None,
             "items_per_s": batch / column.median if column.median else None,
             "after_idle_ms": (statistics.median(column.after_idle) * 1e3
-                              if column.after_idle else None)}
+                              if column.after_idle else None),
+            "after_idle_runs_ms": [t * 1e3 for t in column.after_idle]}
 
 
 def bench_document(path, inputs, flops, columns, skipped, probe, batch, warmup, rounds,
@@ -624,9 +627,12 @@ def report(columns: list[Column], skipped: list[str], probe, top: int, batch: in
     for c in columns:
         if c.memory:
             print(f"memory of {c.label.split(' (')[0]}: {c.memory}")
-    print("first run after each pause (not in the runs above): " + ", ".join(
-        f"{c.label.split(' (')[0]} {statistics.median(c.after_idle) * 1e3:.3f} ms"
-        for c in columns if c.after_idle))
+    idle = [c for c in columns if c.after_idle]
+    if idle:
+        print(f"first run after each pause, median of {len(idle[0].after_idle)} (not in the "
+              "runs above): " + ", ".join(f"{c.label.split(' (')[0]} "
+                                          f"{statistics.median(c.after_idle) * 1e3:.3f} ms"
+                                          for c in idle))
     print(f"\n'vs {ref.label.split()[0]}' = median / median of {ref.label.split()[0]} "
           "(below 1: faster); max |diff| is against the first row's outputs; median = p50; "
           f"inf/s = 1 / median, items/s = batch ({batch}) / median; runs per column: "

@@ -15,6 +15,9 @@ Each winner is written to the cache as soon as its problem is timed, so a tune t
 (Ctrl-C, a time limit) keeps what it measured; `--resume` then skips the problems the cache
 already holds for this device.
 
+A transposed convolution is timed as its layer runs, GEMM and col2im (the same col2im for every
+candidate); its GFLOP/s count the GEMM's FLOPs.
+
 The final table shows, per problem, the winner, its time and GFLOP/s, and how much faster it
 is than what the cost model would have chosen (1.00x: the cost model was right).
 `kuiper info MODEL --backend opencl` then shows each convolution's algorithm and why.
@@ -125,7 +128,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def tune_graph(graph, runs: int = 5, on_tuned=None, skip=None) -> list[Problem]:
-    """Time every candidate of every distinct conv/linear problem of an OpenCL `graph`.
+    """Time every candidate of every distinct convolution and GEMM problem of an OpenCL `graph`.
     `on_tuned(problem)` is called after each problem; problems whose key `skip(key)` accepts
     are left out."""
     from kuiper.opencl.runtime import OpenCLRuntime
@@ -321,7 +324,8 @@ def problem_dict(p: Problem) -> dict:
 
 # --- `kuiper info`: each convolution's algorithm and why ---------------------------------------
 def algorithm_rows(graph) -> list[dict]:
-    """The selector's decision for every bound conv/linear layer of an OpenCL graph."""
+    """The selector's decision for every bound convolution, transposed convolution and linear
+    layer of an OpenCL graph."""
     from kuiper.layers.opencl_helpers.gemm_params import describe_params
 
     rows = []

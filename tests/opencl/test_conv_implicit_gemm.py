@@ -40,6 +40,10 @@ CASES = {
     # left edge, a short run at the right
     "2d stride 2 wide rows (even-lane loads)": ConvCase((2, 3, 6, 75), 5, (3, 3), stride=(2, 2),
                                                         padding=(1, 1)),
+    # rows of 32 outputs: the last whole run ends at the row's last input column (the bound)
+    "2d stride 2 runs to the row's end reflect": ConvCase((1, 3, 5, 64), 5, (3, 3),
+                                                          stride=(2, 2), padding=(1, 1),
+                                                          mode="reflect"),
     "2d 7x7 stride 2 (ResNet's stem)": ConvCase((1, 3, 11, 70), 8, (7, 7), stride=(2, 2),
                                                 padding=(3, 3)),
     "2d K=576 7x7": ConvCase((1, 64, 7, 7), 33, (3, 3), padding=(1, 1)),
@@ -53,7 +57,7 @@ CASES = {
 # the shapes every parameter set runs: rows shorter and longer than a run, groups, 1-D
 SET_CASES = ["2d batch 2, K=45", "2d groups 2 stride 2 dilation 2 reflect",
              "2d wide rows (vector loads and edges)", "2d stride 2 wide rows (even-lane loads)",
-             "1d stride 2 dilation 2 reflect"]
+             "2d stride 2 runs to the row's end reflect", "1d stride 2 dilation 2 reflect"]
 
 
 def check(case: ConvCase, params: dict | None, rng) -> None:

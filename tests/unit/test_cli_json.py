@@ -72,6 +72,7 @@ def test_bench_json_has_percentiles_and_throughput(capsys):
     assert cpu["p99_ms"] == pytest.approx(np.percentile(runs, 99))
     assert cpu["inferences_per_s"] == pytest.approx(1e3 / cpu["median_ms"])
     assert cpu["items_per_s"] == pytest.approx(4 * cpu["inferences_per_s"])
+    assert len(cpu["after_idle_runs_ms"]) == 3 and cpu["after_idle_ms"] > 0   # one per round
     assert {p["operator"] for p in cpu["profile_ms"]} >= {"features.0", "classifier.3"}
 
 
@@ -136,26 +137,29 @@ def test_graphviz_renders_the_dot(tmp_path, capsys):
 def test_bench_times_steady_state_and_reports_the_first_run_after_each_pause(monkeypatch):
     """A framework that is slow for its first runs after the pause between blocks (PoCL's
     threads: 3-4 MobileNetV2 runs) is re-warmed, untimed, before each timed block; the first
-    run after each pause is kept apart ("after idle")."""
+    run after each pause is kept apart ("after idle"). On a fake clock: no real sleeps, exact."""
+    from types import SimpleNamespace
+
     from kuiper.tools import bench
 
-    cold = {"runs": 0}
-    real_sleep = bench.time.sleep
+    clock = {"now": 0.0, "cold_runs": 0}
 
     def pause(seconds):   # the settle: the next 3 runs are slow
-        cold["runs"] = 3
-        real_sleep(0)
+        clock["now"] += seconds
+        clock["cold_runs"] = 3
 
-    def run():
-        if cold["runs"]:
-            cold["runs"] -= 1
-            real_sleep(0.004)
+    def run():            # 4 ms cold, 0.1 ms warm
+        clock["now"] += 0.004 if clock["cold_runs"] else 0.0001
+        clock["cold_runs"] = max(0, clock["cold_runs"] - 1)
 
-    monkeypatch.setattr(bench.time, "sleep", pause)
-    monkeypatch.setattr(bench, "REWARM_SECONDS", 0.03)
+    monkeypatch.setattr(bench, "time", SimpleNamespace(sleep=pause,
+                                                       perf_counter=lambda: clock["now"]))
+    monkeypatch.setattr(bench, "REWARM_SECONDS", 0.02)
     column = bench.Column("slow starter", run=run)
     bench.time_columns([column], warmup=1, repeat=6, rounds=3, advance=lambda c: None)
     assert len(column.runs) == 6 and len(column.after_idle) == 3
-    assert max(column.runs) < 0.002 < min(column.after_idle)
+    assert column.runs == pytest.approx([0.0001] * 6)
+    assert column.after_idle == pytest.approx([0.004] * 3)
     summary = bench.summary_numbers(column, batch=1)
-    assert summary["after_idle_ms"] > 2 > summary["median_ms"]
+    assert summary["after_idle_ms"] == pytest.approx(4.0)
+    assert summary["after_idle_runs_ms"] == pytest.approx([4.0] * 3)
