@@ -9,8 +9,9 @@
 //                    has (TILE_M/WPT_M) x (TILE_N/WPT_N) work-items
 //   TILE_K           how much of K one slab covers (8..32)
 //   VEC              1, 2 or 4: global loads of VEC consecutive floats at once
-//   LDS_VEC          0: a work-item's outputs sit TILE/WPT apart (below); 1: side by side,
-//                    read from local memory as float4 (4x fewer local loads; WPT % 4 == 0)
+//   LDS_VEC          0: a work-item's outputs sit TILE/WPT apart (below); 1: in runs of 4
+//                    side by side, read from local memory as float4 (4x fewer local loads;
+//                    WPT % 4 == 0), the runs 4*LOCAL apart (below)
 //
 // How it works. The K axis is walked one slab at a time: the work-group copies a TILE_M x TILE_K
 // slab of A and a TILE_K x TILE_N slab of B into local memory, so each element is read from
@@ -22,29 +23,31 @@
 // slab instead of two, and the global-memory latency hides behind the arithmetic.
 // A work-item's outputs sit TILE_M/WPT_M rows and TILE_N/WPT_N columns apart, not side by
 // side, so that neighbouring work-items read neighbouring local-memory words (no bank
-// conflicts) and store neighbouring columns of C (coalesced writes).
+// conflicts) and store neighbouring columns of C (coalesced writes). With LDS_VEC the same idea
+// holds for runs of 4: work-item tn reads columns 4tn..4tn+3 as one float4, then the run
+// 4*LOCAL_N further on, so the float4 reads of neighbouring work-items are neighbours too.
+// (Its whole block side by side put their float4 reads 8 words apart: two-way bank conflicts,
+// and 256x128x8 16x8 blocks ran at 34.0 TFLOP/s instead of 38.4.)
 //
 // Measured on an NVIDIA H100 80GB HBM3 (NVIDIA OpenCL, driver 580.159.04, fp32 peak ~67
-// TFLOP/s), median of 10 kernel times from profiling events, TFLOP/s:
+// TFLOP/s), median of 10 kernel times from profiling events, TFLOP/s at 4096^3 (the table of
+// every set, with convolution shapes, is in layers/opencl_helpers/gemm_params.py):
 //
-//   TILE_MxTILE_NxTILE_K WPT VEC   4096^3   1024^3   ResNet-18 3x3 stage 1 / 4 at batch 32
-//   256x128x8 (LDS_VEC)  16x8 4     34.0       -       8.7 /  6.8     (big squares only)
-//   128x128x16           8x8  4     32.0     13.6     14.6 / 10.9     <- default, big GEMMs
-//   128x128x16           8x8  1     19.5      9.4      8.4 /  7.4        (scalar loads)
-//   64x64x32             8x8  4     29.0     13.8     28.5 / 10.6
-//   64x64x16             4x4  1     24.1     20.7     23.5 / 16.3     (the old gemm_tiled:
-//   32x32x32             4x4  4     19.3     17.0     18.8 / 14.3      17.9 at 4096^3)
+//   TILE_MxTILE_NxTILE_K  WPT   VEC LDS_VEC  A stored M x K   A stored K x M (TRANS_A)
+//   256x128x8             16x8  4   1        38.4             42.8  (64% of peak)
+//   128x128x16            8x8   4   1        35.8             39.0
+//   128x128x16            8x8   4   0        32.0
+//   128x128x16            8x8   1   0        19.5                   (scalar global loads)
+//   64x64x16              4x4   1   0        24.1                   (the old gemm_tiled:
+//                                                                     17.9, single-buffered)
 //
-// Vector loads and 8x8 blocks are what moved 4096^3 from 17.9 to 32 TFLOP/s (48% of peak);
-// 16x8 blocks reach 34.0 (51%) there, and lose on every convolution shape.
-// With A stored K x M (TRANS_A, as ConvTranspose's weight is) the A slab's float4 loads run
-// along m and land in local memory unchanged, where M x K storage scatters each one into four
-// rows: 256x128x8 16x8 reaches 39.3-39.4 TFLOP/s (59% of peak; three runs), 128x128x8 8x8
-// (lds4) 36.0, 128x128x16 8x8 (lds4) 34.8.
+// With A stored K x M the A slab's float4 loads run along m and land in local memory as they
+// are; stored M x K each one is scattered into four rows. Convolutions store their weight
+// M x K (their A), transposed convolutions K x M.
 // Tile sizes matter most for the shape: wide tiles leave SMs idle on small problems (ResNet-18
 // stage 4 at batch 1: 0.35 TFLOP/s with 128x128, 1.24 with 32x32), which is why the cost
 // model (layers/opencl_helpers/cost_model.py) counts work-groups per compute unit. The full
-// table is in layers/opencl_helpers/gemm.py.
+// table is in layers/opencl_helpers/gemm_params.py.
 
 #ifndef KUIPER_GEMM_TILED_H
 #define KUIPER_GEMM_TILED_H
@@ -68,9 +71,9 @@
 #define PAD 1
 #endif
 // Where a work-item's i-th row / j-th column of its block lies in the tile.
-#if LDS_VEC
-#define ROW_OF(i) (tm * WPT_M + (i))
-#define COL_OF(j) (tn * WPT_N + (j))
+#if LDS_VEC     // runs of 4 side by side, the runs 4*LOCAL apart
+#define ROW_OF(i) (((i) / 4) * (LOCAL_M * 4) + tm * 4 + (i) % 4)
+#define COL_OF(j) (((j) / 4) * (LOCAL_N * 4) + tn * 4 + (j) % 4)
 #else
 #define ROW_OF(i) (tm + (i) * LOCAL_M)
 #define COL_OF(j) (tn + (j) * LOCAL_N)

@@ -5,7 +5,7 @@ cache has no measured winner. It is conv_cost.py's roofline (max(arithmetic, mem
 overhead) with the arithmetic rate scaled by three factors, each easy to check by hand:
 
 1. `efficiency`: the fraction of the device's peak this parameter set reaches on a big square
-   product (measured, see the tables in gemm_params.py: 0.48 for 128x128 tiles of 8x8 blocks
+   product (measured, see the tables in gemm_params.py: 0.53 for 128x128 tiles of 8x8 blocks
    on an H100). On a CPU without 16-wide vectors (AVX2) a float16 block costs twice as much.
 2. `utilisation`: how busy the device is with this many work-groups (compute units idle
    when there are fewer groups than units, a partly empty last wave; see `utilisation`).
@@ -54,7 +54,7 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any) -> float:
         if block >= 128 and min(m, n) < BIG_BLOCK_MIN_SIDE:
             return BIG_BLOCK_SMALL_EFFICIENCY
         eff = GPU_EFFICIENCY.get(block, 0.25)
-        if params.get("LDS_VEC"):   # float4 local reads: +5..15% on 4x4 blocks
+        if params.get("LDS_VEC"):   # float4 local reads: +0..10% on 4x4, 10-25% on 8x8 blocks
             eff *= 1.1
         return eff * (1.0 if params["VEC"] == 4 or params["WPT_M"] < 8 else 0.6)
     eff = CPU_EFFICIENCY.get(params["BLOCK_N"], 0.5)

@@ -29,36 +29,37 @@ def gemv(lanes: int) -> dict:
 
 
 # GPU parameter sets, the default first. Measured on an NVIDIA H100 80GB HBM3 (NVIDIA OpenCL,
-# driver 580.159.04; fp32 peak ~67 TFLOP/s), median of 10 kernel times, TFLOP/s; "lds4": the
-# work-item's block side by side, read from local memory as float4 (LDS_VEC=1):
-#                          4096^3  1024^3  ResNet-18 3x3 convs as GEMMs, b32 (b1)
-#                                          stage 1       stage 2       stage 4
-#   128x128x16 8x8 v4      32.0    13.6    14.6 (2.6)    23.9          10.9 (0.35)
-#   128x64x16  8x8 v4      29.7    22.4    16.7 (4.4)    17.5          17.4 (0.59)
-#   64x128x16  8x8 v4      30.3    22.4    25.2          17.8          11.1 (0.60)
-#   64x64x32   8x8 v4      29.0    13.8    28.5          22.0          10.6 (0.37)
-#   64x64x16   8x8 v4      27.4    20.4    26.6          16.2          16.2 (0.54)
-#   64x64x16   4x4 v1      24.1    20.7    23.5 (5.4)    20.0          16.3 (0.78)
-#   64x64x16   4x4 v4 lds4 25.6     -      24.6 (6.3)    20.9          17.5 (0.96)
-#   64x32x32   4x4 v4 lds4 22.3     -      21.6 (7.7)    18.3          16.5 (1.11)
-#   32x32x32   4x4 v4 lds4 20.6     -      19.9 (8.9)    18.0          15.9 (1.41)
-#   256x128x8  16x8 v4 lds4 34.0    -      8.7           14.1          6.8
-#   (128x128x16 8x8 lds4:  31.2; 32x32x32 4x4 without lds4: 19.3, b1 stage 4 1.24;
-#    128x256x8 8x16 v4: 30.2; 128x128x8 8x8 v4: 26.9; 128x128x16 16x8 v4: 29.3)
-# Before: 64x64x16 4x4 scalar loads, single-buffered, 17.9 at 4096^3. Vector loads matter most
-# for 8x8 blocks (128x128: v1 19.5, v2 31.7, v4 32.0); float4 local reads help 4x4 blocks only.
+# driver 580.159.04; fp32 peak ~67 TFLOP/s), median of 10 kernel times, TFLOP/s. "lds4": the
+# work-item's block read from local memory as float4, in runs of 4 that neighbouring
+# work-items read side by side (LDS_VEC=1, gemm_tiled.h). ResNet-18's convolutions as GEMMs at
+# batch 32 (M x N x K: stem 64 x 401k x 147, stage 4 3x3 512 x 1568 x 4608), A stored M x K:
+#                            4096^3, A stored     stem    stage 4
+#                            M x K    K x M
+#   256x128x8  16x8 v4 lds4  38.4     42.7-42.8   9.5     7.4     (big squares only)
+#   128x128x16 8x8  v4 lds4  35.8     38.9-39.0   14.5    14.1
+#   128x128x8  8x8  v4 lds4  34.1     40.9-41.1   18.9    12.7
+#   64x128x16  8x8  v4 lds4  32.2     34.3-34.5   26.2    21.4
+#   128x64x16  8x8  v4 lds4  30.5     34.3-34.5   17.2    21.1
+#   64x64x16   4x4  v4 lds4  25.6     28.8        24.7    17.2
+# The same 8x8 and 16x8 blocks read as in the first version of LDS_VEC (the whole block side
+# by side: float4 reads 8 words apart, two-way bank conflicts) were 10-25% slower: 256x128x8
+# 34.0 / 39.3, 128x128x8 28.9 / 36.0, stage 4 with 64x128x16 (then without lds4) 11.1.
+# Earlier sweeps (A stored M x K, ResNet-18 b1 stage 4 in brackets): 128x128x16 8x8 v4 without
+# lds4 32.0 (0.35), 64x64x16 4x4 v1 24.1 (0.78), 32x32x32 4x4 v4 lds4 20.6 (1.41).
+# Before this work: 64x64x16 4x4 scalar loads, single-buffered, 17.9 at 4096^3. Vector global
+# loads matter most for 8x8 blocks (128x128: v1 19.5, v2 31.7, v4 32.0).
 # Batch-1 shapes have too few work-groups for any tile size (split-K's and implicit GEMM's job).
-# 16x8 blocks (128 results per work-item) win only on big square products: 34.0 TFLOP/s, 51%
-# of peak, with A stored M x K (a convolution's weight); 39.3-39.4 (59%) with A stored K x M
-# (TRANS_A: ConvTranspose's weight), whose slab loads need no transpose into local memory
-# (gemm_tiled.h). The issue asked for 60%.
+# 16x8 blocks (128 results per work-item) win only on big square products: 42.8 TFLOP/s, 64% of
+# peak, with A stored K x M (TRANS_A, ConvTranspose's weight: the slab's float4 loads go to
+# local memory without a transpose), 38.4 (57%) with A stored M x K (a convolution's weight).
 GPU_PARAMETER_SETS = [
-    tiled(128, 128, 16, 8, 8),   # big problems: 256 work-items, 64 results each
+    tiled(128, 128, 16, 8, 8, lds_vec=1),   # big problems: 256 work-items, 64 results each
     tiled(256, 128, 8, 16, 8, lds_vec=1),   # the biggest square products only
-    tiled(128, 64, 16, 8, 8),    # 128 work-items
-    tiled(64, 128, 16, 8, 8),
-    tiled(64, 64, 32, 8, 8),     # 64 work-items, 4x more work-groups: narrow problems
-    tiled(64, 64, 16, 8, 8),
+    tiled(128, 128, 8, 8, 8, lds_vec=1),
+    tiled(128, 64, 16, 8, 8, lds_vec=1),    # 128 work-items
+    tiled(64, 128, 16, 8, 8, lds_vec=1),
+    tiled(64, 64, 32, 8, 8, lds_vec=1),     # 64 work-items, 4x more work-groups: narrow problems
+    tiled(64, 64, 16, 8, 8, lds_vec=1),
     tiled(64, 64, 16, 4, 4, 1),  # the textbook kernel of lesson 11 (was the only one)
     tiled(64, 64, 16, 4, 4, lds_vec=1),
     tiled(64, 32, 32, 4, 4, lds_vec=1),
