@@ -28,8 +28,9 @@ from kuiper.layers.opencl_helpers.gemm_params import (
 
 # Fraction of peak at full occupancy, by (kernel, block rows x block cols), from the sweeps.
 GPU_EFFICIENCY = {128: 0.50, 64: 0.46, 32: 0.40, 16: 0.36}   # by WPT_M * WPT_N
-# 16x8 blocks reach 0.50 only when both sides of C are big (4096^3); on ResNet-18's batch-32
-# convolutions (M 64-512) they ran at 6.8-14.1 TFLOP/s, 0.10-0.21 of peak.
+# 16x8 blocks reach 0.57 (0.64 with A stored K x M) only when both sides of C are big (4096^3);
+# on ResNet-18's batch-32 convolutions (M 64-512) they ran at 6.8-14.1 TFLOP/s, 0.10-0.21 of
+# peak.
 BIG_BLOCK_MIN_SIDE, BIG_BLOCK_SMALL_EFFICIENCY = 2048, 0.15
 CPU_EFFICIENCY = {16: 1.0, 8: 0.7}                       # by BLOCK_N (vs. an AVX-512 core)
 UNBLOCKED_K = 256            # gemm_blocked without K blocking slows down past this K
@@ -54,7 +55,7 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any) -> float:
         if block >= 128 and min(m, n) < BIG_BLOCK_MIN_SIDE:
             return BIG_BLOCK_SMALL_EFFICIENCY
         eff = GPU_EFFICIENCY.get(block, 0.25)
-        if params.get("LDS_VEC"):   # float4 local reads: +0..10% on 4x4, 10-25% on 8x8 blocks
+        if params.get("LDS_VEC"):   # float4 local reads: +5..20% on 4x4, +10..30% on 8x8 blocks
             eff *= 1.1
         return eff * (1.0 if params["VEC"] == 4 or params["WPT_M"] < 8 else 0.6)
     eff = CPU_EFFICIENCY.get(params["BLOCK_N"], 0.5)

@@ -42,10 +42,11 @@ def gemv(lanes: int) -> dict:
 #   128x64x16  8x8  v4 lds4  30.5     34.3-34.5   17.2    21.1
 #   64x64x16   4x4  v4 lds4  25.6     28.8        24.7    17.2
 # The same 8x8 and 16x8 blocks read as in the first version of LDS_VEC (the whole block side
-# by side: float4 reads 8 words apart, two-way bank conflicts) were 10-25% slower: 256x128x8
-# 34.0 / 39.3, 128x128x8 28.9 / 36.0, stage 4 with 64x128x16 (then without lds4) 11.1.
+# by side: float4 reads 8 words apart, two-way bank conflicts) were 8-15% slower: 256x128x8
+# 34.0 / 39.3, 128x128x8 28.9 / 36.0.
 # Earlier sweeps (A stored M x K, ResNet-18 b1 stage 4 in brackets): 128x128x16 8x8 v4 without
-# lds4 32.0 (0.35), 64x64x16 4x4 v1 24.1 (0.78), 32x32x32 4x4 v4 lds4 20.6 (1.41).
+# lds4 32.0 (0.35), 64x64x16 4x4 v1 24.1 (0.78), 32x32x32 4x4 v4 lds4 20.6 (1.41); 64x128x16
+# 8x8 without lds4 on stage 4 at batch 32: 11.1.
 # Before this work: 64x64x16 4x4 scalar loads, single-buffered, 17.9 at 4096^3. Vector global
 # loads matter most for 8x8 blocks (128x128: v1 19.5, v2 31.7, v4 32.0).
 # Batch-1 shapes have too few work-groups for any tile size (split-K's and implicit GEMM's job).
