@@ -54,6 +54,14 @@
 #define B_AT(k, col) B[(k) * N + (col)]
 #endif
 
+// The arguments of all three kernels, in this order: the host binds any of them with one
+// set_args (weight_gemm_launch in layers/opencl_helpers/gemm.py).
+#define GEMM_ARGS                                                                             \
+    const int M, const int N, const int K, __global const float *A, const int a_group_stride, \
+    __global const float *B, const int b_batch_stride, __global float *C,                     \
+    const int c_batch_stride, __global const float *bias, const int bias_mode,                \
+    const int groups, __global const float *residual
+
 // The bias of output (row, col) of group g.
 #define BIAS_OF(g, row, col) \
     (bias_mode == 1 ? bias[(g) * M + (row)] : (bias_mode == 2 ? bias[col] : 0.0f))

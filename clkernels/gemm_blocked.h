@@ -102,12 +102,7 @@ inline void store_row(__global float *row, const int n, const int N, const float
 
 // One work-item = an 8 x BLOCK_N block of C. Global size (ceil(N/BLOCK_N), ceil(M/8), Z)
 // rounded up to the work-group size, dims 0 and 1 swapped when M_FASTEST.
-__kernel void gemm_blocked(const int M, const int N, const int K,
-                           __global const float *A, const int a_group_stride,
-                           __global const float *B, const int b_batch_stride,
-                           __global float *C, const int c_batch_stride,
-                           __global const float *bias, const int bias_mode, const int groups,
-                           __global const float *residual)
+__kernel void gemm_blocked(GEMM_ARGS)
 {
 #if M_FASTEST
     const int n_wanted = get_global_id(1) * BLOCK_N, m_wanted = get_global_id(0) * 8;

@@ -120,12 +120,7 @@ inline void fetch_vector(__global const float *p, const int count, float *out)
 #endif
 
 __kernel __attribute__((reqd_work_group_size(LOCAL_N, LOCAL_M, 1)))
-void gemm_tiled(const int M, const int N, const int K,
-                __global const float *A, const int a_group_stride,
-                __global const float *B, const int b_batch_stride,
-                __global float *C, const int c_batch_stride,
-                __global const float *bias, const int bias_mode, const int groups,
-                __global const float *residual)
+void gemm_tiled(GEMM_ARGS)
 {
     const int tn = get_local_id(0);
     const int tm = get_local_id(1);

@@ -28,12 +28,7 @@
 #define B_COL8(k, j) (float8)(B_AT(k, j), B_AT(k + 1, j), B_AT(k + 2, j), B_AT(k + 3, j), \
                               B_AT(k + 4, j), B_AT(k + 5, j), B_AT(k + 6, j), B_AT(k + 7, j))
 
-__kernel void gemv(const int M, const int N, const int K,
-                   __global const float *A, const int a_group_stride,
-                   __global const float *B, const int b_batch_stride,
-                   __global float *C, const int c_batch_stride,
-                   __global const float *bias, const int bias_mode, const int groups,
-                   __global const float *residual)
+__kernel void gemv(GEMM_ARGS)
 {
 #if LANES > 1
     const int j = get_group_id(0), lane = get_local_id(0);
