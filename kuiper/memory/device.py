@@ -52,9 +52,9 @@ def default_strategy(device) -> str:
     launches took 6.0 ms to enqueue, against 1.4 ms with pooled buffers (5.5 us against 53 per
     launch), which made the whole inference 7.7 ms against 4.8. The pools cost 1.2-1.4x the
     lower bound of memory instead of 1.0x."""
-    import pyopencl as cl
+    from kuiper.opencl.runtime import is_cpu  # (the executor imports this module, not back)
 
-    return "greedy_by_size" if device.type & cl.device_type.CPU else "greedy_in_order"
+    return "greedy_by_size" if is_cpu(device) else "greedy_in_order"
 
 
 class _Marker:

@@ -74,6 +74,12 @@ def _cl():
     return cl
 
 
+def is_cpu(device) -> bool:
+    """Whether a pyopencl Device is a CPU (PoCL): the kernels, tile sizes and memory plan that
+    suit it are not a GPU's."""
+    return bool(device.type & _cl().device_type.CPU)
+
+
 def list_devices() -> list[tuple[str, str, object]]:
     """[("P:D", "platform / device (type)", device)] for every device of every platform."""
     cl = _cl()

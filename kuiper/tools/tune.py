@@ -274,7 +274,7 @@ def cache_flush(runtime):
     layer finds them in the cache. On the 2-core machine that made ResNet-18's stage-4
     Winograd look 1.8x faster than it runs in the model, and ranked the algorithms wrongly. A
     GPU's caches are small next to its memory bandwidth: no flush there."""
-    from kuiper.layers.opencl_helpers.gemm_params import is_cpu
+    from kuiper.opencl.runtime import is_cpu
 
     if not is_cpu(runtime.device):
         return None

@@ -14,8 +14,8 @@ import numpy as np
 from kuiper.layers.common.pooling import check_pool_input, pooled_sizes
 from kuiper.layers.cpu import maxpool
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.layers.opencl_helpers.gemm_params import is_cpu
 from kuiper.layers.opencl_helpers.pooling import window_params
+from kuiper.opencl.runtime import is_cpu
 from kuiper.registry import register
 
 RUNS_WIDTH = 8  # outputs per work-item of maxpool_runs

@@ -38,11 +38,11 @@ def device_rates(device: Any) -> DeviceRates:
     """The rates of a pyopencl Device (None: a 2-core AVX2 CPU, for tests without a device)."""
     if device is None:
         return DeviceRates(2 * 2.5e9 * 8 * 2, CPU_BANDWIDTH, CPU_LAUNCH, True)
-    import pyopencl as cl
+    from kuiper.opencl.runtime import is_cpu
 
     units = max(1, int(device.max_compute_units))
     clock = max(1, int(device.max_clock_frequency)) * 1e6
-    if device.type & cl.device_type.CPU:
+    if is_cpu(device):
         lanes = max(4, int(device.preferred_vector_width_float))
         return DeviceRates(units * clock * lanes * 2, CPU_BANDWIDTH, CPU_LAUNCH, True)
     lanes = 128 if "nvidia" in device.vendor.lower() else 64

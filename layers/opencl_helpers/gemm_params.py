@@ -6,6 +6,8 @@ and gemm.py asks the cost model for the best one: each imports this file, not th
 
 from __future__ import annotations
 
+from kuiper.opencl.runtime import is_cpu
+
 # A *parameter set* is a dict naming the kernel family and its -D sizes (see gemm_tiled.h and
 # gemm_blocked.h), e.g. {"kernel": "gemm_tiled", "TILE_M": 128, ...}; plain JSON, so the tuning
 # cache stores it as is. "GROUP_N"/"GROUP_M" (gemm_blocked) are the work-group's shape, a launch
@@ -94,12 +96,6 @@ GPU_GEMV_SETS = [gemv(64), gemv(32), gemv(128)]
 # None: gemm_blocked on CPU devices, gemm_tiled elsewhere (see gemm.h for why). Tests set it
 # to run both kernel families on whatever device they have.
 FORCE_GEMM: str | None = None
-
-
-def is_cpu(device) -> bool:
-    import pyopencl as cl
-
-    return bool(device.type & cl.device_type.CPU)
 
 
 def weight_gemm_family(device) -> str:

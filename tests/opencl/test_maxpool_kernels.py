@@ -66,7 +66,7 @@ def test_forced_kernel_on_a_1d_pool(monkeypatch, rng, kernel):
 def test_the_runs_kernel_is_the_cpu_default_and_indices_keep_the_walk(tmp_path):
     """Which kernel each layer binds: maxpool_runs needs no indices and a CPU device."""
     import kuiper
-    from kuiper.layers.opencl_helpers.gemm_params import is_cpu
+    from kuiper.opencl.runtime import is_cpu
     from kuiper.tools.testing import write_operator_model
 
     x = np.zeros((1, 2, 9, 9), np.float32)

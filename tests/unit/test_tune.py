@@ -272,8 +272,7 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
                                                                         export_model):
     """A convolution followed by SiLU and a residual add is timed storing through that fused
     epilogue (what the model runs), and on a CPU device each timed run follows a cache flush."""
-    from kuiper.layers.opencl_helpers.gemm_params import is_cpu
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.runtime import OpenCLRuntime, is_cpu
     from kuiper.tools import tune
 
     torch.manual_seed(0)
