@@ -146,6 +146,8 @@ __kernel void maxpool_runs(__global const float *x, __global float *y, const int
         out[4] = best.s4; out[5] = best.s5; out[6] = best.s6; out[7] = best.s7;
         return;
     }
+    // The scalar walk, with the row's taps found once for the run. (Calling max_over_window
+    // per output instead made ResNet-18's pool 0.39 -> 0.50 ms on PoCL.)
     for (int ox = ox0; ox < min(ox0 + 8, OW); ++ox) {
         const int xs = ox * SW - pw;
         int x_lo, x_hi;
