@@ -142,13 +142,15 @@ def tune_graph(graph, runs: int = 5, on_tuned=None, skip=None) -> list[Problem]:
             log.info("%d of %d problems are in the tuning cache already (--resume): skipped",
                      len(done), len(problems))
         problems = [p for p in problems if p not in done]
+    flush = cache_flush(profiled)   # one scratch buffer for the whole tune
     for i, problem in enumerate(problems, 1):
         problem.candidates = candidate_list(problem, profiled.device)
         log.info("tuning %d/%d: %s %s (%s), %d candidates", i, len(problems), problem.kind,
                  problem.layers[0], problem.key, len(problem.candidates))
         for candidate in problem.candidates:
             try:
-                candidate.seconds = time_candidate(graph, problem, candidate, profiled, runs)
+                candidate.seconds = time_candidate(graph, problem, candidate, profiled, runs,
+                                                   flush)
             except Exception as e:  # noqa: BLE001 - a failing candidate is reported, not fatal
                 candidate.error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
                 log.warning("%s: %s %s failed: %s", problem.layers[0], candidate.algorithm,
@@ -223,10 +225,12 @@ def candidate_list(problem: Problem, device) -> list[Candidate]:
             for params in algo.parameter_sets(conv, device)]
 
 
-def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs: int) -> float:
+def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs: int,
+                   flush=None) -> float:
     """Median device seconds of one candidate, on a fresh layer with its own buffers, storing
     through the fused epilogue the model gives the layer (a SiLU in the store can cost more
-    than the convolution on a CPU device)."""
+    than the convolution on a CPU device). `flush` (cache_flush's function, or None) runs
+    before each timed run."""
     from kuiper.layers.opencl_helpers.conv_select import pinned
 
     op = problem.op
@@ -251,7 +255,6 @@ def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs:
     queue = runtime.queue
     layer.enqueue(queue, [])          # warm-up
     queue.finish()
-    flush = cache_flush(runtime)
     times = []
     for _ in range(runs):
         if flush is not None:

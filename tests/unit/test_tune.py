@@ -186,6 +186,30 @@ def test_tune_json(capsys, cache_dir, conv_model):
 
 
 @needs_opencl
+def test_a_tune_makes_one_cache_flush_and_flushes_before_every_timed_run(monkeypatch,
+                                                                          conv_model):
+    """The flush's 64 MiB scratch buffer is made once per tune, not once per candidate; on a
+    CPU device every timed run of every candidate follows a flush."""
+    from kuiper.opencl.runtime import is_cpu
+    from kuiper.tools import tune
+
+    made, flushes = [], []
+    real_flush = tune.cache_flush
+
+    def counting_flush(runtime):
+        made.append(1)
+        flush = real_flush(runtime)
+        return None if flush is None else (lambda: (flushes.append(1), flush()))
+
+    monkeypatch.setattr(tune, "cache_flush", counting_flush)
+    graph = kuiper.load(conv_model, backend="opencl")
+    (problem,) = tune.tune_graph(graph, runs=2)
+    timed = sum(c.seconds is not None for c in problem.candidates)
+    assert len(made) == 1 and timed > 1
+    assert len(flushes) == (2 * timed if is_cpu(graph.executor.runtime.device) else 0)
+
+
+@needs_opencl
 def test_an_interrupted_tune_keeps_its_winners_and_resume_skips_them(capsys, cache_dir,
                                                                      conv_model, monkeypatch):
     """Each winner is stored as soon as its problem is timed: a tune stopped right after
@@ -306,7 +330,8 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
     monkeypatch.setattr(tune, "cache_flush", counting_flush)
     runtime = OpenCLRuntime.shared(profiling=True)
     candidate = tune.candidate_list(problem, runtime.device)[0]
-    seconds = tune.time_candidate(graph, problem, candidate, runtime, runs=3)
+    seconds = tune.time_candidate(graph, problem, candidate, runtime, runs=3,
+                                  flush=tune.cache_flush(runtime))
     assert seconds > 0
     ((epilogue, residual),) = bound
     assert epilogue is problem.op.layer.epilogue and epilogue.residual is not None
