@@ -30,9 +30,10 @@
 // - implicit_gemm_blocked, for CPUs (no local memory, which PoCL emulates slowly): a work-item
 //   computes BLOCK_M output channels x a run of VEC_N consecutive pixels, as BLOCK_M SIMD
 //   vectors. Per k it builds one vector of VEC_N input values (one vector load when the run's
-//   window is inside an input row, two and their even lanes at stride 2, else a gather) and does BLOCK_M vector multiply-adds, so
-//   the index work is shared by BLOCK_M * VEC_N multiply-adds. With zero padding (ZERO_PAD=1)
-//   the edges are found by comparisons instead of table lookups.
+//   window is inside an input row, two and their even lanes at stride 2, else a gather) and
+//   does BLOCK_M vector multiply-adds, so the index work is shared by BLOCK_M * VEC_N
+//   multiply-adds. With zero padding (ZERO_PAD=1) the edges are found by comparisons
+//   instead of table lookups.
 //
 // Split-K (conv_split_k.cl includes this file with SPLIT_K=1): slice s of the K axis is
 // k in [s*K_SLICE, min(K, (s+1)*K_SLICE)); the result is a partial sum stored raw at
