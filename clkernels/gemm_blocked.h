@@ -78,13 +78,18 @@ inline void store_row(__global float *row, const int n, const int N, const float
                       __global const float *residual, const int index)
 {
     const int count = min(BLOCK_N, N - n);
-    if (count == BLOCK_N && bias_mode != 2) {
-        const floatB w = EPILOGUE_B(v + row_bias, residual, index);
+    if (count == BLOCK_N) {    // a whole vector: the epilogue runs on it (activation.h says why)
+        floatB b = (floatB)(row_bias);
+        if (bias_mode == 2) {  // a linear layer's bias, one per column
+            __global const float *column_bias = bias + n;
+            b = B_ROW(column_bias);
+        }
+        const floatB w = EPILOGUE_B(v + b, residual, index);
         __global float *out = row + n;
         STORE_B(out, w);
         return;
     }
-    float r[BLOCK_N];      // (once per row of the block: the cost does not matter here)
+    float r[BLOCK_N];      // the last, partial column block: one value at a time
 #if BLOCK_N == 16
     vstore16(v, 0, r);
 #else

@@ -191,8 +191,8 @@ def collect_problems(graph) -> list[Problem]:
             shape = layer.problem(in_specs)
             key, kind, flops = tuning.conv_key(shape), "conv", 2.0 * shape.macs
         elif isinstance(layer, (Linear, ConvTransposeBind)):
-            if isinstance(layer, Linear):   # x @ W^T: the weight is read transposed
-                shape = (*layer.gemm_shape(in_specs, out_specs), 1, False, True)
+            if isinstance(layer, Linear):   # x @ W^T, W stored as the layer chose
+                shape = layer.gemm_problem(in_specs, out_specs)
             else:                           # W^T @ x into the column buffer
                 shape = (*layer.gemm_shape(in_specs), True, False)
             if not all(shape[:4]):

@@ -54,16 +54,18 @@ BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COLUMN = 0, 1, 2
 def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_stride: int, b,
                        b_batch_stride: int, c, c_batch_stride: int, bias=None,
                        bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1,
-                       params: dict | None = None, epilogue=None, residual=None) -> Launch:
+                       params: dict | None = None, epilogue=None, residual=None,
+                       options: Sequence[str] = ()) -> Launch:
     """Bind gemm.h for C[z] = A[z % groups] @ B[z], z < batch*groups (arguments are buffers).
 
     The kernel comes from the layer's own program (its .cl file includes gemm.h and may set
     TRANS_A / TRANS_B), built with the parameter set's -D options (None: the cost model's
     choice for this shape, cost_model.py) and the epilogue's (layers/common/epilogue.py), whose
-    residual buffer `residual` the store reads at the flat index of C."""
+    residual buffer `residual` the store reads at the flat index of C; `options` are more -D
+    options of the layer's program (linear.cl's TRANS_B)."""
     if params is None:
         params = best_gemm_params(layer.runtime.device, m, n, k, batch * groups)
-    kernel = layer.kernel(params["kernel"], program_options(params, epilogue))
+    kernel = layer.kernel(params["kernel"], program_options(params, epilogue) + list(options))
     i32 = np.int32
     kernel.set_args(i32(m), i32(n), i32(k), a, i32(a_group_stride), b, i32(b_batch_stride),
                     c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
@@ -95,9 +97,12 @@ class WeightBuffers:
     inputs (F.linear / F.convNd: the producer's array). References are kept on the layer so
     the buffers live as long as the kernels bound to them."""
 
-    def weight_buffers(self, inputs) -> tuple:
+    def weight_buffers(self, inputs, transposed: bool = False) -> tuple:
+        """(weight, bias) buffers; `transposed`: the 2-D weight attribute uploaded as W^T."""
         if self.weight is not None:
-            self._uploaded = [self.upload(np.asarray(self.weight, np.float32))]
+            weight = np.asarray(self.weight, np.float32)
+            self._uploaded = [self.upload(np.ascontiguousarray(weight.T) if transposed
+                                          else weight)]
             if self.bias is not None:
                 self._uploaded.append(self.upload(np.asarray(self.bias, np.float32)))
             return self._uploaded[0].data, (self._uploaded[1].data if self.bias is not None

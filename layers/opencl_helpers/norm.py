@@ -37,19 +37,24 @@ class RowNormOpenCL:
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         lay = self.layout(in_specs[0].shape)
-        gamma, beta = self.affine_params(inputs)
-        # A missing weight is a weight of ones, a missing bias zeros: one kernel serves both.
-        if _on_host(gamma):
-            gamma = self.upload(np.ones(lay.n_params, np.float32) if gamma is None else gamma)
-        if _on_host(beta):
-            beta = self.upload(np.zeros(lay.n_params, np.float32) if beta is None else beta)
+        gamma, beta = self.affine_buffers(inputs, lay)
         kernel = self.kernel(self.stem)
         local = self._local_size(kernel, lay.length)
         kernel.set_args(inputs[0].data, outputs[0].data, gamma.data, beta.data,
                         np.int32(lay.length), np.int32(lay.groups), np.int32(lay.inner),
                         np.float32(self.eps), self.runtime.cl.LocalMemory(4 * local))
-        self._weights = (gamma, beta)  # keep the device buffers alive with the layer
         self.launches = [Launch(kernel, (lay.rows * local,), (local,))] if lay.rows else []
+
+    def affine_buffers(self, inputs, lay) -> tuple:
+        """The device arrays of the weight and bias, kept alive with the layer. A missing
+        weight is a weight of ones, a missing bias zeros: one kernel serves both."""
+        gamma, beta = self.affine_params(inputs)
+        if _on_host(gamma):
+            gamma = self.upload(np.ones(lay.n_params, np.float32) if gamma is None else gamma)
+        if _on_host(beta):
+            beta = self.upload(np.zeros(lay.n_params, np.float32) if beta is None else beta)
+        self._weights = (gamma, beta)
+        return gamma, beta
 
     def _local_size(self, kernel, length: int) -> int:
         """A power of two (the tree reduction halves it), no larger than the row needs."""

@@ -9,6 +9,7 @@ from torch import nn
 import kuiper
 from kuiper.errors import OperatorError, ShapeError
 from kuiper.tools.testing import assert_close, run_operator
+from tests.conftest import opencl_available
 
 CASES = [((3, 13, 11, 9), (9,)), ((3, 13, 11, 9), (11, 9)), ((1, 13, 11, 9), (13, 11, 9)),
          ((2, 7, 33), (33,)), ((5, 1000), (1000,)), ((4, 1), (1,)), ((7,), (7,)),
@@ -28,6 +29,30 @@ def test_layernorm_module_matches_torch(backend, rng, shape, normalized, affine)
     (y,) = run_operator("nn.LayerNorm", [x], params=params, weights=weights, backend=backend)
     ref = F.layer_norm(torch.from_numpy(x), normalized, None if w is None else torch.from_numpy(w),
                        None if b is None else torch.from_numpy(b), eps=1e-5)
+    assert_close(y, ref.numpy())
+
+
+@pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+@pytest.mark.parametrize("per_item", [True, False], ids=["row-per-work-item", "row-per-group"])
+@pytest.mark.parametrize("shape,normalized", CASES + [((1, 56, 56, 96), (96,))])
+@pytest.mark.parametrize("functional", [False, True])
+def test_layernorm_each_opencl_kernel(monkeypatch, rng, per_item, shape, normalized, functional):
+    """Both kernels of layernorm.cl, forced on whatever device runs the tests (the device picks
+    one: a work-item per row on CPUs, a work-group per row on GPUs): row lengths that are and
+    are not multiples of 8 (float8 loads or single floats), ConvNeXt's 96 channels at 56x56,
+    weights as attributes and as inputs (F.layer_norm)."""
+    monkeypatch.setattr("kuiper.layers.opencl.layernorm.ROW_PER_WORK_ITEM", per_item)
+    x = (rng.standard_normal(shape) * 3 + 2).astype(np.float32)
+    w = rng.standard_normal(normalized).astype(np.float32)
+    b = rng.standard_normal(normalized).astype(np.float32)
+    params = {"normalized_shape": list(normalized), "eps": 1e-5}
+    if functional:
+        (y,) = run_operator("F.layer_norm", [x, w, b], params=params, backend="opencl")
+    else:
+        (y,) = run_operator("nn.LayerNorm", [x], params={**params, "elementwise_affine": True},
+                            weights={"weight": w, "bias": b}, backend="opencl")
+    ref = F.layer_norm(*map(torch.from_numpy, (x,)), normalized, torch.from_numpy(w),
+                       torch.from_numpy(b), eps=1e-5)
     assert_close(y, ref.numpy())
 
 

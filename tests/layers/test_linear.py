@@ -7,7 +7,10 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.layers.opencl_helpers.gemm_params import GEMV_MAX_ROWS
+from kuiper.opencl.runtime import is_cpu
+from kuiper.tools.testing import assert_close, run_operator, write_operator_model
+from tests.conftest import opencl_available
 
 
 @pytest.mark.parametrize("shape", [(3, 13), (2, 5, 13), (2, 3, 4, 13), (13,), (1, 13)])
@@ -41,6 +44,36 @@ def test_linear_gemm_edges(backend, rng, monkeypatch, gemm, rows, n_in, n_out):
     (y,) = run_operator("nn.Linear", [x],
                         params={"in_features": n_in, "out_features": n_out, "bias": True},
                         weights={"weight": w, "bias": b}, backend=backend)
+    assert_close(y, F.linear(*map(torch.from_numpy, (x, w, b))).numpy())
+
+
+@pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+@pytest.mark.parametrize("rows", [1, GEMV_MAX_ROWS, GEMV_MAX_ROWS + 1, 3136])
+@pytest.mark.parametrize("functional", [False, True])
+def test_linear_weight_layout(tmp_path, rng, rows, functional):
+    """The weight is stored (in, out) at bind time on CPU devices for more than GEMV_MAX_ROWS
+    rows (gemm_blocked loads rows of B as vectors), and read as PyTorch's (out, in) otherwise:
+    on GPUs, for a few rows (gemv) and for F.linear, whose weight is only known at run time.
+    `kuiper tune` keys the problem by the layout the layer chose (gemm_problem)."""
+    x = rng.standard_normal((rows, 96)).astype(np.float32)
+    w = rng.standard_normal((40, 96)).astype(np.float32)
+    b = rng.standard_normal(40).astype(np.float32)
+    if functional:
+        graph = kuiper.load(write_operator_model(tmp_path, "F.linear", [x, w, b]),
+                            backend="opencl")
+        y = graph(x, w, b)
+    else:
+        graph = kuiper.load(write_operator_model(
+            tmp_path, "nn.Linear", [x], params={"in_features": 96, "out_features": 40,
+                                                "bias": True},
+            weights={"weight": w, "bias": b}), backend="opencl")
+        y = graph(x)
+    op = next(op for op in graph.order if op.type in ("nn.Linear", "F.linear"))
+    specs = [[graph.specs[o.name] for o in ops] for ops in (op.inputs, op.outputs)]
+    trans_b = op.layer.gemm_problem(*specs)[5]
+    transposed_at_bind = (not functional and rows > GEMV_MAX_ROWS
+                          and is_cpu(graph.executor.runtime.device))
+    assert trans_b == (not transposed_at_bind)
     assert_close(y, F.linear(*map(torch.from_numpy, (x, w, b))).numpy())
 
 

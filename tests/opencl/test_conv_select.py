@@ -204,7 +204,10 @@ def test_linear_takes_the_tuned_parameter_set(tmp_path, rng, cache_dir):
     from kuiper.layers.opencl_helpers.gemm_params import gemm_parameter_sets
 
     params = gemm_parameter_sets(device)[-1]
-    tuning.store(device, {tuning.gemm_key(5, 33, 70, trans_b=True):
+    # the key names the weight's layout, which the layer picks for the device (linear.py)
+    in_specs = [graph.specs[o.name] for o in layer.op.inputs]
+    out_specs = [graph.specs[o.name] for o in layer.op.outputs]
+    tuning.store(device, {tuning.gemm_key(*layer.gemm_problem(in_specs, out_specs)):
                           {"algorithm": "gemm", "params": params, "seconds": 1e-4}})
     graph = kuiper.load(path, backend="opencl")
     layer = next(op.layer for op in graph.order if op.type == "nn.Linear")
