@@ -23,6 +23,7 @@ import numpy as np
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type, move_type
+from kuiper.opencl.runtime import is_cpu
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,13 @@ class View:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
+# strided_copy_rows (a work-item per output row) on CPU devices for rows of MIN_ROW elements or
+# more, strided_copy (a work-item per element) otherwise; True or False forces one (tests).
+ROWS_PER_WORK_ITEM: bool | None = None
+MIN_ROW = 4
+ROWS_LOCAL = 16
+
+
 def strided_copy(layer, src, dst, view: View, dtype) -> list[Launch]:
     """Bind `clkernels/strided.h:strided_copy` (from the layer's own program) so that it
     writes `view` of `src` into the contiguous `dst`. An empty view launches nothing."""
@@ -103,6 +111,15 @@ def strided_copy(layer, src, dst, view: View, dtype) -> list[Launch]:
     # One small int buffer per launch: [shape..., strides...], uploaded once at bind time.
     meta = layer.upload(np.array(list(view.shape) + list(view.strides) or [0], dtype=np.int32))
     layer.keep_alive.append(meta)  # set_args does not keep the buffer alive
+    cols = view.shape[-1] if view.shape else 1
+    by_rows = ROWS_PER_WORK_ITEM
+    if by_rows is None:   # strided.h says why; a GPU's neighbouring work-items store side by side
+        by_rows = is_cpu(layer.runtime.device) and cols >= MIN_ROW
+    if by_rows and view.shape:
+        kernel = layer.kernel("strided_copy_rows", [f"-DT={move_type(dtype)}"])
+        kernel.set_args(src.data, dst.data, meta.data, np.int32(len(view.shape)),
+                        np.int32(view.offset), np.int32(n // cols))
+        return [Launch(kernel, (round_up(n // cols, ROWS_LOCAL),), (ROWS_LOCAL,))]
     kernel = layer.kernel("strided_copy", [f"-DT={move_type(dtype)}"])
     kernel.set_args(src.data, dst.data, meta.data, np.int32(len(view.shape)),
                     np.int32(view.offset), np.int32(n))

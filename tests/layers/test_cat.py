@@ -103,3 +103,16 @@ def test_real_export(backend, rng, export_model):
             want = _Joins()(torch.from_numpy(x), torch.from_numpy(y))
         for k, (g, w) in enumerate(zip(graph.forward(x, y), want)):
             assert_close(g, w.numpy(), what=f"batch {batch} output {k}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64, np.float16])
+@pytest.mark.parametrize("inner", [8, 4, 2, 1, 32, 3])
+def test_cat_copy_units(backend, rng, dtype, inner):
+    """On OpenCL a work-item copies 32, 16, 8 bytes or one element, the widest unit that every
+    row length divides (layers/opencl_helpers/blocks.py): rows of `inner` x 8 bytes ... per
+    part, five parts (two launches), DenseNet's layout (dim 1 of a batch of one) and a batch of
+    two (rows > 1)."""
+    for batch in (1, 2):
+        xs = [(rng.standard_normal((batch, c, inner)) * 50).astype(dtype) for c in (2, 1, 3, 2, 4)]
+        (y,) = run_operator("torch.cat", xs, params={"dim": 1}, backend=backend)
+        np.testing.assert_array_equal(y, np.concatenate(xs, axis=1))

@@ -8,6 +8,7 @@ import torch
 import kuiper
 from kuiper.layers.opencl_helpers.strided import View
 from kuiper.tools.testing import assert_close, run_operator
+from tests.conftest import opencl_available
 
 
 @pytest.mark.parametrize("op_type", ["Tensor.permute", "torch.permute"])
@@ -148,3 +149,23 @@ def test_constant_input_is_folded(backend, rng, tmp_path):
         assert "perm" in graph.executor.folded
     (y,) = graph.forward(x)
     assert_close(y, np.concatenate([x, c.transpose(2, 0, 1)], 0))
+
+
+@pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+@pytest.mark.parametrize("by_rows", [True, False], ids=["row-per-work-item", "value-per-work-item"])
+@pytest.mark.parametrize("shape,dims", [
+    ((1, 96, 56, 56), (0, 2, 3, 1)),     # ConvNeXt: NCHW -> NHWC, a (3136, 96) transpose
+    ((1, 56, 56, 96), (0, 3, 1, 2)),     # and back
+    ((2, 3, 5, 7), (3, 1, 0, 2)),        # rank 4 left after coalescing
+    ((4, 3), (1, 0)),                    # rows of 4 (MIN_ROW)
+    ((3, 5, 2), (0, 2, 1)),              # rows of 2, 3 and 5
+    ((6, 1, 9), (2, 1, 0)),              # a size-1 dim dropped
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64])
+def test_permute_each_opencl_kernel(monkeypatch, rng, by_rows, shape, dims, dtype):
+    """Both strided copies of clkernels/strided.h, forced on whatever device runs the tests (the
+    device picks one: a work-item per output row on CPUs, per value on GPUs), every dtype size."""
+    monkeypatch.setattr("kuiper.layers.opencl_helpers.strided.ROWS_PER_WORK_ITEM", by_rows)
+    x = (rng.standard_normal(shape) * 50).astype(dtype)
+    (y,) = run_operator("torch.permute", [x], params={"dims": list(dims)}, backend="opencl")
+    np.testing.assert_array_equal(y, np.transpose(x, dims))

@@ -136,3 +136,18 @@ def test_real_export(backend, rng, export_model):
         with torch.no_grad():
             want = _Pieces()(torch.from_numpy(x))
         _check(graph.forward(x), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64])
+@pytest.mark.parametrize("inner", [8, 4, 2, 1, 3])
+def test_split_copy_units(backend, rng, dtype, inner):
+    """split4 copies in the widest unit every row length divides, as cat4 does (see
+    test_cat_copy_units): five outputs, batches of one and two."""
+    for batch in (1, 2):
+        x = (rng.standard_normal((batch, 12, inner)) * 50).astype(dtype)
+        sections = [2, 1, 3, 2, 4]
+        outs = run_operator("torch.split", [x], params={"split_size_or_sections": sections,
+                                                        "dim": 1},
+                            n_outputs=len(sections), backend=backend)
+        for got, want in zip(outs, np.split(x, np.cumsum(sections)[:-1], axis=1)):
+            np.testing.assert_array_equal(got, want)
