@@ -70,9 +70,10 @@
                     FMA_ROW(4, k); FMA_ROW(5, k); FMA_ROW(6, k); FMA_ROW(7, k)
 
 // Store the BLOCK_N values of one row of the block (those left of column N), each through
-// the epilogue; `index` is the flat output index of the row's first value. A whole row with one
-// bias (a convolution's channel) takes the epilogue as one vector (epilogue.h says why); the
-// last column block and a linear layer's per-column bias go one value at a time.
+// the epilogue; `index` is the flat output index of the row's first value. A whole row takes
+// the epilogue as one vector (epilogue.h says why), with its bias: one per row (a
+// convolution's channel) or one per column (a linear layer's, loaded as a vector); the last,
+// partial column block goes one value at a time.
 inline void store_row(__global float *row, const int n, const int N, const floatB v,
                       const float row_bias, __global const float *bias, const int bias_mode,
                       __global const float *residual, const int index)

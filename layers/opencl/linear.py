@@ -55,7 +55,8 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
             return
         params, reason = select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b)
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
-        w, b = self.weight_buffers(inputs, transposed=not trans_b)
+        # trans_b is False only for a weight attribute: the CPU twin made its W^T (weight_t)
+        w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t)
         residual = self.residual.data if self.residual is not None else None
         self.launches = [weight_gemm_launch(self, rows, n_out, n_in, inputs[0].data, 0, w, 0,
                                             outputs[0].data, 0, b, BIAS_PER_COLUMN,

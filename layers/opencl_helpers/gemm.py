@@ -97,12 +97,12 @@ class WeightBuffers:
     inputs (F.linear / F.convNd: the producer's array). References are kept on the layer so
     the buffers live as long as the kernels bound to them."""
 
-    def weight_buffers(self, inputs, transposed: bool = False) -> tuple:
-        """(weight, bias) buffers; `transposed`: the 2-D weight attribute uploaded as W^T."""
+    def weight_buffers(self, inputs, weight: np.ndarray | None = None) -> tuple:
+        """(weight, bias) buffers; `weight`: the attribute's values to upload in its place (a
+        linear layer's W^T)."""
         if self.weight is not None:
-            weight = np.asarray(self.weight, np.float32)
-            self._uploaded = [self.upload(np.ascontiguousarray(weight.T) if transposed
-                                          else weight)]
+            self._uploaded = [self.upload(np.asarray(self.weight if weight is None else weight,
+                                                     np.float32))]
             if self.bias is not None:
                 self._uploaded.append(self.upload(np.asarray(self.bias, np.float32)))
             return self._uploaded[0].data, (self._uploaded[1].data if self.bias is not None

@@ -95,9 +95,12 @@ class View:
 
 
 # strided_copy_rows (a work-item per output row) on CPU devices for rows of MIN_ROW elements or
-# more, strided_copy (a work-item per element) otherwise; True or False forces one (tests).
+# more and at least MIN_ROWS of them (a contiguous slice coalesces into one long row, which one
+# work-item would copy alone), strided_copy (a work-item per element) otherwise; True or False
+# forces one (tests).
 ROWS_PER_WORK_ITEM: bool | None = None
 MIN_ROW = 4
+MIN_ROWS = 64
 ROWS_LOCAL = 16
 
 
@@ -114,7 +117,7 @@ def strided_copy(layer, src, dst, view: View, dtype) -> list[Launch]:
     cols = view.shape[-1] if view.shape else 1
     by_rows = ROWS_PER_WORK_ITEM
     if by_rows is None:   # strided.h says why; a GPU's neighbouring work-items store side by side
-        by_rows = is_cpu(layer.runtime.device) and cols >= MIN_ROW
+        by_rows = is_cpu(layer.runtime.device) and cols >= MIN_ROW and n // cols >= MIN_ROWS
     if by_rows and view.shape:
         kernel = layer.kernel("strided_copy_rows", [f"-DT={move_type(dtype)}"])
         kernel.set_args(src.data, dst.data, meta.data, np.int32(len(view.shape)),

@@ -124,16 +124,16 @@ def test_cost_model_splits_resnet_stage4_on_a_gpu():
     assert split.cost(stage1, gpu) >= plain.cost(stage1, gpu)
 
 
-@pytest.mark.parametrize("problem", [
+@pytest.mark.parametrize("problem,measured_best", [
     # GoogLeNet's 480 -> 64 1x1 at 14x14: implicit_gemm's blocked (CPU) kernel was the pick,
     # measured 249 us on the H100 against 24 us for gemm_1x1's tiles
-    problem_of(ConvCase((1, 480, 14, 14), 64, (1, 1))),
+    (problem_of(ConvCase((1, 480, 14, 14), 64, (1, 1))), "gemm_1x1"),
     # MnasNet's depthwise 3x3 stride 2 at 112x112: depthwise_direct was the pick, 8.9x slower
-    ConvProblem(n=1, c=48, cout=48, groups=48, size=(1, 112, 112), kernel=(1, 3, 3),
-                out=(1, 56, 56), stride=(1, 2, 2), dilation=(1, 1, 1),
-                pads=((0, 0), (1, 1), (1, 1))),
+    (ConvProblem(n=1, c=48, cout=48, groups=48, size=(1, 112, 112), kernel=(1, 3, 3),
+                 out=(1, 56, 56), stride=(1, 2, 2), dilation=(1, 1, 1),
+                 pads=((0, 0), (1, 1), (1, 1))), "depthwise"),
 ], ids=["googlenet-1x1", "mnasnet-depthwise-s2"])
-def test_gpu_cost_model_calibration(problem):
+def test_gpu_cost_model_calibration(problem, measured_best):
     """The GPU figures that `kuiper tune --json` on the H100 corrected (conv_implicit_gemm.py):
     no blocked (CPU) kernel, no 32x32 tile and no depthwise_direct is the pick where the H100
     measured them several times slower than the best candidate."""
@@ -141,10 +141,7 @@ def test_gpu_cost_model_calibration(problem):
 
     gpu = fake_h100()
     algo = conv_select.by_cost(problem, gpu)[0][1]
-    params = algo.parameter_sets(problem, gpu)[0]
-    assert params.get("kernel") != "blocked", (algo.name, params)
-    assert (params.get("tile_m", 64) * params.get("tile_n", 64)) >= 64 * 64, (algo.name, params)
-    assert algo.name != "depthwise_direct"
+    assert algo.name == measured_best   # the algorithm of the H100's fastest candidate
 
 
 @pytest.mark.parametrize("family", ["gemm_tiled", "gemm_blocked"])
