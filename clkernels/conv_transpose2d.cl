@@ -16,7 +16,8 @@
 // apart: UNet's two ConvTranspose2d took 0.30 ms on an H100, and its kernels added up to 1.74 ms
 // (1.52 this way). Input voxel (iz, iy, ix) with kernel offset (a, i, j) lands on output
 // (iz*SD + a*DD - PD, iy*SH + i*DH - PH, ...); here we solve that for the input coordinates:
-// only offsets where the division by the stride is exact contribute. The sum starts at the bias and adds the taps in (a, i, j) order.
+// only offsets where the division by the stride is exact contribute. The sum starts at the
+// bias and adds the taps in (a, i, j) order.
 __kernel void col2im(__global const float *cols, __global const float *bias, const int has_bias,
                      __global float *y, const int COUT, const int D, const int H, const int W,
                      const int KD, const int KH, const int KW,
