@@ -7,9 +7,14 @@
 // used by InstanceNorm with running statistics (same folded form).
 #ifndef VEC
 #define VEC 1
-#define FLOATV float
 #endif
-typedef FLOATV floatv;     // floatVEC, named by the host (-DFLOATV=float8)
+#if VEC == 8
+typedef float8 floatv;
+#elif VEC == 4
+typedef float4 floatv;
+#else
+typedef float floatv;
+#endif
 
 __kernel void channel_affine(__global const float *x, __global float *y,
                              __global const float *scale, __global const float *shift,

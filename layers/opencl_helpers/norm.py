@@ -20,8 +20,7 @@ def bind_channel_affine(layer, x, y, scale, shift, shape: Sequence[int], axis: i
     n = int(np.prod(shape, dtype=np.int64))
     channels, inner = channel_layout(shape, axis)
     vec = next((v for v in (8, 4) if inner % v == 0), 1)   # batchnorm.cl says why
-    options = [f"-DVEC={vec}", f"-DFLOATV=float{vec}"] if vec > 1 else []
-    kernel = layer.kernel("channel_affine", options, stem="batchnorm")
+    kernel = layer.kernel("channel_affine", [f"-DVEC={vec}"], stem="batchnorm")
     kernel.set_args(x.data, y.data, scale.data, shift.data, np.int32(n), np.int32(channels),
                     np.int32(inner))
     return Launch(kernel, (round_up(max(n // vec, 1), 64),))
