@@ -44,14 +44,63 @@ __kernel void im2col(__global const float *x, __global float *cols,
     const int a = r / (KH * KW), i = (r / KW) % KH, j = r % KW;
     const int iz = src_z[oz * SD + a * DD];
     const int iy = src_y[oy * SH + i * DH];
-    __global float *out = cols + (t * OD * OH + ozy) * OW;
     __global const float *row = x + ((nc * D + max(iz, 0)) * H + max(iy, 0)) * W;
     const bool inside = iz >= 0 && iy >= 0;
+    __global float *out = cols + (t * OD * OH + ozy) * OW;
     for (int ox = 0; ox < OW; ++ox) {
         const int ix = src_x[ox * SW + j * DW];
         out[ox] = (inside && ix >= 0) ? row[ix] : 0.0f;
     }
 }
+
+#ifdef BLOCK_N
+// The same column matrix, packed for gemm_blocked (PACKED_B; gemm_blocked.h says why): per
+// image and group z, strips of BLOCK_N pixels, each strip KZ rows (KZ = Cin/G * taps) of
+// BLOCK_N consecutive values; the last strip's pixels past P are zeros. One work-item per
+// (row t = z*KZ + k, strip): global size (N*C*KD*KH*KW, strips). Dimension 0 walks the rows,
+// so neighbouring work-items write neighbouring runs of BLOCK_N values: written pixel by pixel
+// (the unpacked kernel's order), the runs of one row lie KZ*BLOCK_N values apart, and YOLOv5s's
+// first stride-2 layer took twice as long.
+__kernel void im2col_packed(__global const float *x, __global float *cols,
+                            __global const int *src_z, __global const int *src_y,
+                            __global const int *src_x,
+                            const int D, const int H, const int W,
+                            const int KD, const int KH, const int KW,
+                            const int OD, const int OH, const int OW,
+                            const int SD, const int SH, const int SW,
+                            const int DD, const int DH, const int DW, const int NC, const int KZ)
+{
+    const int t = get_global_id(0), ozy = get_global_id(1);
+    const int taps = KD * KH * KW, P = OD * OH * OW;
+    if (t >= NC * taps || ozy >= OD * OH)
+        return;
+    const int oz = ozy / OH, oy = ozy % OH;
+    const int r = t % taps, nc = t / taps;
+    const int a = r / (KH * KW), i = (r / KW) % KH, j = r % KW;
+    const int z = t / KZ, k = t % KZ, strips = (P + BLOCK_N - 1) / BLOCK_N;
+    const int iz = src_z[oz * SD + a * DD];
+    const int iy = src_y[oy * SH + i * DH];
+    __global const float *row = x + ((nc * D + max(iz, 0)) * H + max(iy, 0)) * W;
+    const bool inside = iz >= 0 && iy >= 0;
+    __global float *out = cols + (z * strips * KZ + k) * BLOCK_N;   // strip 0, row k
+    const int strip_step = KZ * BLOCK_N;
+    // The output row's pixels p = ozy*OW + ox, one strip's run at a time
+    for (int ox = 0, p = ozy * OW; ox < OW;) {
+        const int lane = p % BLOCK_N, count = min(BLOCK_N - lane, OW - ox);
+        __global float *dst = out + p / BLOCK_N * strip_step + lane;
+        __global const int *tx = src_x + ox * SW + j * DW;
+        for (int l = 0; l < count; ++l) {
+            const int ix = tx[l * SW];
+            dst[l] = (inside && ix >= 0) ? row[ix] : 0.0f;
+        }
+        ox += count;
+        p += count;
+    }
+    if (ozy == OD * OH - 1)      // the last strip's pixels past P: zeros, computed and dropped
+        for (int p = P; p < strips * BLOCK_N; ++p)
+            out[p / BLOCK_N * strip_step + p % BLOCK_N] = 0.0f;
+}
+#endif
 
 // Depthwise (and channel-multiplier) convolution: output channel co reads input channel
 // co / MULT only. One work-item per output row: global size (OD*OH, N*COUT); weight

@@ -9,6 +9,9 @@
 //    row (BLOCK_N = 8: float8, AVX2; 16: float16, AVX-512). Per step of k it loads BLOCK_N
 //    consecutive values of a B row as one vector, broadcasts each of the 8 A values and does 8
 //    vector multiply-adds: 8 x BLOCK_N multiply-adds for 8 + 1 loads, like a BLAS micro-kernel.
+//    BLOCK_N = 32 keeps two float16 per row (16 registers): 16 multiply-adds for 8 + 2 loads.
+//    A core that loads 2 values and issues 2 FMAs per cycle waits on the loads of the 8x16
+//    loop, not on the 8x32 loop's (gemm_params.py has the measurements).
 // 2. Cache blocking of K (BLOCK_K > 0). Without it one work-item walks the whole of K before
 //    the next starts, so the panel of B it read (K rows) is gone from the cache when its
 //    neighbour needs the same panel: at 2048^3 that halves the speed. With it, the work-items
@@ -19,6 +22,12 @@
 // 3. Work-group order (M_FASTEST): consecutive work-groups take consecutive row blocks of C,
 //    so the panel of B they share stays in the L2 cache while A (a layer's weight, small)
 //    streams past it.
+// 4. Packed B (PACKED_B=1; im2col_gemm's column matrix, written that way by conv2d.cl's
+//    im2col_packed): B is stored in strips of BLOCK_N columns, each strip K rows of BLOCK_N
+//    consecutive values, its columns padded with zeros to a whole strip. A work-item's panel
+//    is then one contiguous run. Unpacked, its K rows lie N values apart: when N * 4 bytes is
+//    a multiple of 4096 (YOLOv5s's 160 x 160 = 25600 pixels) every row falls in the same
+//    L1-cache set, and the 64 x 25600 x 288 product ran at 197 GFLOP/s instead of 273.
 //
 // Edges: row/column indices are clamped into the matrices (the extra results are computed and
 // thrown away), so every work-item reaches every barrier; stores are guarded.
@@ -32,54 +41,68 @@
 #ifndef BLOCK_K
 #define BLOCK_K 0           // 0: no K blocking, one pass over K (small K)
 #endif
+#ifndef PACKED_B
+#define PACKED_B 0          // 1: B packed in strips of BLOCK_N columns (4. above)
+#endif
 #ifndef M_FASTEST
 #define M_FASTEST 0
 #endif
 
-#if BLOCK_N == 16
+// VW: the SIMD width of one vector of a C row; NV: vectors per row (BLOCK_N = NV * VW).
+#if BLOCK_N == 32
+#define VW 16
+#define NV 2
+#else
+#define VW BLOCK_N
+#define NV 1
+#endif
+
+#if VW == 16
 #define floatB float16
 #define B_ROW(p) (float16)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], \
                            p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
-#define B_GATHER(k) (float16)(B_AT(k, q[0]), B_AT(k, q[1]), B_AT(k, q[2]), B_AT(k, q[3]), \
-                              B_AT(k, q[4]), B_AT(k, q[5]), B_AT(k, q[6]), B_AT(k, q[7]), \
-                              B_AT(k, q[8]), B_AT(k, q[9]), B_AT(k, q[10]), B_AT(k, q[11]), \
-                              B_AT(k, q[12]), B_AT(k, q[13]), B_AT(k, q[14]), B_AT(k, q[15]))
+#define B_GATHER(k, o) (float16)(B_AT(k, q[o]), B_AT(k, q[o + 1]), B_AT(k, q[o + 2]),     \
+    B_AT(k, q[o + 3]), B_AT(k, q[o + 4]), B_AT(k, q[o + 5]), B_AT(k, q[o + 6]),            \
+    B_AT(k, q[o + 7]), B_AT(k, q[o + 8]), B_AT(k, q[o + 9]), B_AT(k, q[o + 10]),           \
+    B_AT(k, q[o + 11]), B_AT(k, q[o + 12]), B_AT(k, q[o + 13]), B_AT(k, q[o + 14]),        \
+    B_AT(k, q[o + 15]))
+#define EPILOGUE_B kuiper_epilogue16
+#define STORE_B STORE_16
 #else
 #define floatB float8
 // 8 scalar loads the compiler merges into one vector load (PoCL compiles vload8 to a function
 // call, which costs as much as the whole multiply-add block)
 #define B_ROW(p) (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
-#define B_GATHER(k) (float8)(B_AT(k, q[0]), B_AT(k, q[1]), B_AT(k, q[2]), B_AT(k, q[3]), \
-                             B_AT(k, q[4]), B_AT(k, q[5]), B_AT(k, q[6]), B_AT(k, q[7]))
-#endif
-
-// A row of the block through the epilogue, as one vector (epilogue.h)
-#if BLOCK_N == 16
-#define EPILOGUE_B kuiper_epilogue16
-#define STORE_B STORE_16
-#else
+#define B_GATHER(k, o) (float8)(B_AT(k, q[o]), B_AT(k, q[o + 1]), B_AT(k, q[o + 2]),      \
+    B_AT(k, q[o + 3]), B_AT(k, q[o + 4]), B_AT(k, q[o + 5]), B_AT(k, q[o + 6]),            \
+    B_AT(k, q[o + 7]))
 #define EPILOGUE_B kuiper_epilogue8
 #define STORE_B STORE_8
 #endif
 
-// c_i += A[row r_i, k] * bv for the 8 rows: eight vector multiply-adds. Written as a*b+c, not
-// mad(): -cl-mad-enable lets the compiler fuse it into one FMA instruction, whereas PoCL turns
-// mad() on vectors into a function call (3x slower).
+// c_i (and d_i, the second vector when NV = 2) += A[row r_i, k] * B's row piece, for the 8
+// rows: eight (sixteen) vector multiply-adds. Written as a*b+c, not mad(): -cl-mad-enable
+// lets the compiler fuse it into one FMA instruction, whereas PoCL turns mad() on vectors into
+// a function call (3x slower).
+#if NV == 2
+#define FMA_ROW(i, k) { const floatB a = (floatB)(A_AT(r##i, k)); c##i += a * bv; d##i += a * bw; }
+#else
 #define FMA_ROW(i, k) c##i += (floatB)(A_AT(r##i, k)) * bv
+#endif
 #define FMA_ROWS(k) FMA_ROW(0, k); FMA_ROW(1, k); FMA_ROW(2, k); FMA_ROW(3, k); \
                     FMA_ROW(4, k); FMA_ROW(5, k); FMA_ROW(6, k); FMA_ROW(7, k)
 
-// Store the BLOCK_N values of one row of the block (those left of column N), each through
-// the epilogue; `index` is the flat output index of the row's first value. A whole row takes
-// the epilogue as one vector (epilogue.h says why), with its bias: one per row (a
+// Store the VW values of one vector of a row of the block (those left of column N), each
+// through the epilogue; `index` is the flat output index of the first value. A whole vector
+// goes through the epilogue as one (epilogue.h says why), with its bias: one per row (a
 // convolution's channel) or one per column (a linear layer's, loaded as a vector); the last,
 // partial column block goes one value at a time.
 inline void store_row(__global float *row, const int n, const int N, const floatB v,
                       const float row_bias, __global const float *bias, const int bias_mode,
                       __global const float *residual, const int index)
 {
-    const int count = min(BLOCK_N, N - n);
-    if (count == BLOCK_N) {    // a whole vector: the epilogue runs on it (activation.h says why)
+    const int count = min(VW, N - n);
+    if (count == VW) {    // a whole vector: the epilogue runs on it (activation.h says why)
         floatB b = (floatB)(row_bias);
         if (bias_mode == 2) {  // a linear layer's bias, one per column
             __global const float *column_bias = bias + n;
@@ -90,8 +113,8 @@ inline void store_row(__global float *row, const int n, const int N, const float
         STORE_B(out, w);
         return;
     }
-    float r[BLOCK_N];      // the last, partial column block: one value at a time
-#if BLOCK_N == 16
+    float r[VW];           // the last, partial column block: one value at a time
+#if VW == 16
     vstore16(v, 0, r);
 #else
     vstore8(v, 0, r);
@@ -102,9 +125,15 @@ inline void store_row(__global float *row, const int n, const int N, const float
     }
 }
 
-#define STORE_ROW(i) if (active && m0 + i < M) \
-    store_row(C + (m0 + i) * N, n, N, c##i, bias_mode == 1 ? bias[g * M + m0 + i] : 0.0f, \
-              bias, bias_mode, residual, z * c_batch_stride + (m0 + i) * N + n)
+#define STORE_PIECE(i, v, o) \
+    store_row(C + (m0 + i) * N, n + (o), N, v, bias_mode == 1 ? bias[g * M + m0 + i] : 0.0f, \
+              bias, bias_mode, residual, z * c_batch_stride + (m0 + i) * N + n + (o))
+#if NV == 2
+#define STORE_ROW(i) \
+    if (active && m0 + i < M) { STORE_PIECE(i, c##i, 0); STORE_PIECE(i, d##i, VW); }
+#else
+#define STORE_ROW(i) if (active && m0 + i < M) STORE_PIECE(i, c##i, 0)
+#endif
 
 // One work-item = an 8 x BLOCK_N block of C. Global size (ceil(N/BLOCK_N), ceil(M/8), Z)
 // rounded up to the work-group size, dims 0 and 1 swapped when M_FASTEST.
@@ -134,7 +163,14 @@ __kernel void gemm_blocked(GEMM_ARGS)
         q[j] = min(n + j, N - 1);
     floatB c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f, c4 = 0.0f, c5 = 0.0f, c6 = 0.0f,
            c7 = 0.0f;
-#if TRANS_B
+#if NV == 2
+    floatB d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f, d4 = 0.0f, d5 = 0.0f, d6 = 0.0f,
+           d7 = 0.0f;
+#endif
+#if PACKED_B
+    const bool full = true;         // B packed in strips of BLOCK_N columns, padded
+    B += n * K;                     // this work-item's strip (n / BLOCK_N): K rows of BLOCK_N
+#elif TRANS_B
     const bool full = false;        // B stored transposed: always gather
 #else
     const bool full = n + BLOCK_N <= N;   // the common case: one vector load per row of B
@@ -148,13 +184,24 @@ __kernel void gemm_blocked(GEMM_ARGS)
 #endif
         if (full) {
             for (int k = kc; k < k_end; ++k) {
+#if PACKED_B
+                __global const float *b = B + k * BLOCK_N;
+#else
                 __global const float *b = B + k * N + n;
+#endif
                 const floatB bv = B_ROW(b);
+#if NV == 2
+                __global const float *b2 = b + VW;
+                const floatB bw = B_ROW(b2);
+#endif
                 FMA_ROWS(k);
             }
         } else {    // last column block, or B stored transposed: gather the values
             for (int k = kc; k < k_end; ++k) {
-                const floatB bv = B_GATHER(k);
+                const floatB bv = B_GATHER(k, 0);
+#if NV == 2
+                const floatB bw = B_GATHER(k, VW);
+#endif
                 FMA_ROWS(k);
             }
         }

@@ -32,8 +32,9 @@ GPU_EFFICIENCY = {128: 0.50, 64: 0.46, 32: 0.40, 16: 0.36}   # by WPT_M * WPT_N
 # on ResNet-18's batch-32 convolutions (M 64-512) they ran at 6.8-14.1 TFLOP/s, 0.10-0.21 of
 # peak.
 BIG_BLOCK_MIN_SIDE, BIG_BLOCK_SMALL_EFFICIENCY = 2048, 0.15
-CPU_EFFICIENCY = {16: 1.0, 8: 0.7}                       # by BLOCK_N (vs. an AVX-512 core)
+CPU_EFFICIENCY = {32: 1.15, 16: 1.0, 8: 0.7}             # by BLOCK_N (vs. an AVX-512 core)
 UNBLOCKED_K = 256            # gemm_blocked without K blocking slows down past this K
+BLOCKED_WITHOUT_GAIN = 0.8   # a K-blocked set where blocking cannot help (efficiency)
 
 
 def ceil_to(value: int, multiple: int) -> int:
@@ -48,8 +49,10 @@ def tile_shape(params: dict) -> tuple[int, int, int]:
     return 8 * params["GROUP_M"], params["BLOCK_N"] * params["GROUP_N"], block_k
 
 
-def efficiency(params: dict, m: int, n: int, k: int, device: Any) -> float:
-    """Fraction of peak on a big problem (factor 1 of the module docstring); C is m x n."""
+def efficiency(params: dict, m: int, n: int, k: int, device: Any,
+               packed_b: bool = False) -> float:
+    """Fraction of peak on a big problem (factor 1 of the module docstring); C is m x n;
+    `packed_b`: B in gemm_blocked's strips (im2col_gemm on a CPU device, PACKED_B)."""
     if params["kernel"] == "gemm_tiled":
         block = params["WPT_M"] * params["WPT_N"]
         if block >= 128 and min(m, n) < BIG_BLOCK_MIN_SIDE:
@@ -60,10 +63,17 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any) -> float:
         return eff * (1.0 if params["VEC"] == 4 or params["WPT_M"] < 8 else 0.6)
     eff = CPU_EFFICIENCY.get(params["BLOCK_N"], 0.5)
     lanes = int(getattr(device, "preferred_vector_width_float", 16) or 8) if device else 8
-    if params["BLOCK_N"] > lanes:   # a float16 block on 8-wide hardware: twice the registers
-        eff *= 0.5
-    if not params["BLOCK_K"] and k > UNBLOCKED_K:  # B's panel falls out of the cache
-        eff *= 0.35
+    vector = min(params["BLOCK_N"], 16)   # 32: two float16 vectors per row
+    if vector > lanes:   # a float16 block on 8-wide hardware: twice the registers
+        eff *= 0.5 if params["BLOCK_N"] <= 16 else 0.25   # 8x32 spills out of 16 registers
+    if params["BLOCK_K"] and packed_b:
+        # K blocking buys nothing when a work-item's strip of B is one contiguous run, and its
+        # barrier still costs: under PoCL, on ResNet-18's and YOLOv5s's im2col_gemm layers
+        # (K = 32 to 4608), the 8x32 set without it was within 10% of the best set on 33 of 40
+        # (unpacked, gemm_1x1's B, the sets with K blocking won even where K fits one chunk)
+        eff *= BLOCKED_WITHOUT_GAIN
+    elif not params["BLOCK_K"] and k > UNBLOCKED_K and not packed_b:
+        eff *= 0.35   # B's panel (K rows N values apart) falls out of the cache
     return eff
 
 
@@ -102,8 +112,9 @@ GEMV_EFFICIENCY = 0.25        # gemv.h: one float8 multiply-add per two loads
 
 
 def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
-                 extra_bytes: float = 0.0, launches: int = 1) -> float:
-    """Estimated seconds of C[z] (m x n) = A (m x k) @ B[z] (k x n) with `params`."""
+                 extra_bytes: float = 0.0, launches: int = 1, packed_b: bool = False) -> float:
+    """Estimated seconds of C[z] (m x n) = A (m x k) @ B[z] (k x n) with `params`
+    (`packed_b`: B in gemm_blocked's strips)."""
     if params["kernel"] == "gemv":  # every row reads the whole weight again: bound by memory
         flops = 2.0 * m * n * k * z
         bytes_moved = 4.0 * (m * n * k * z + m * k + m * n * z) + extra_bytes
@@ -112,16 +123,21 @@ def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
     groups = (-(-m // tm)) * (-(-n // tn)) * z
     flops = 2.0 * ceil_to(m, tm) * ceil_to(n, tn) * ceil_to(k, min(tk, k)) * z
     bytes_moved = 4.0 * (m * k + k * n * z + m * n * z) + extra_bytes
-    rate = efficiency(params, m, n, k, device) * utilisation(params, groups, device)
+    rate = efficiency(params, m, n, k, device, packed_b) * utilisation(params, groups, device)
     return roofline(device, flops, bytes_moved, launches, rate)
 
 
 def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
-                       trans_b: bool = False) -> list[dict]:
+                       trans_b: bool = False, packed_b: bool = False) -> list[dict]:
     """The device's parameter sets, cheapest first for this shape (and layout: gemv.h only
-    runs a linear layer's, TRANS_B)."""
+    runs a linear layer's, TRANS_B; `packed_b`: im2col_gemm's column matrix on a CPU device,
+    whose gemm_blocked sets read it packed)."""
     sets = gemm_parameter_sets(device) + gemv_parameter_sets(device, m, trans_a, trans_b)
-    return sorted(sets, key=lambda p: gemm_seconds(device, p, m, n, k, z))
+    def seconds(params: dict) -> float:
+        packed = packed_b and params["kernel"] == "gemm_blocked"
+        return gemm_seconds(device, params, m, n, k, z, packed_b=packed)
+
+    return sorted(sets, key=seconds)
 
 
 def best_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1) -> dict:

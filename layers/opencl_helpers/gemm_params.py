@@ -77,7 +77,17 @@ GPU_PARAMETER_SETS = [
 #   8x16 no K blocking           279     106      53
 #   8x8  no K blocking (before)  171      64      50
 # NumPy's sgemm (OpenBLAS) does 190-200 at 1024^3 and 2048^3 on the same machine.
+# 8x32 blocks (two float16 per row, 2026-11-24): the 8x16 loop does 8 FMAs for 1 vector load,
+# 8 broadcast loads and a pointer reload, so on a core that loads 2 values and issues 2 FMAs
+# per cycle it waits on loads; 8x32 does 16 FMAs for 11 loads. Same runs, best set of each
+# size, 8x16 -> 8x32 (unpacked B; YOLOv5s and ResNet-18 layers as M x N x K):
+#   64 x 25600 x 288 129 -> 206, 1024^3 147 -> 191, 64 x 3136 x 576 185 -> 259,
+#   512 x 400 x 1024 230 -> 228. A register-only loop of float16 FMAs peaks at ~460 here.
 CPU_PARAMETER_SETS = [
+    blocked(32, 256, 2, 8),
+    blocked(32, 256, 1, 8),
+    blocked(32, 64, 2, 4),
+    blocked(32, 0, 2, 4),        # small K: one pass, no barrier
     blocked(16, 256, 2, 8),
     blocked(16, 256, 8, 8, 1),
     blocked(16, 64),

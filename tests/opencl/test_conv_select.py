@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper.layers.common.epilogue import Epilogue
-from kuiper.layers.opencl_helpers import conv_select
+from kuiper.layers.opencl_helpers import conv_select, gemm_params
 from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, forced
 from kuiper.opencl import tuning
 from kuiper.tools.testing import assert_close, write_operator_model
@@ -95,6 +95,28 @@ def run_forced(tmp_path, rng, name, case, with_bias=True):
 @pytest.mark.parametrize("case", GENERAL + ONE_BY_ONE + DEPTHWISE, ids=str)
 def test_im2col_gemm_forced(tmp_path, rng, case):
     run_forced(tmp_path, rng, "im2col_gemm", case)
+
+
+# More pixels than one strip of 32 and not a whole number of strips (9 x 11 = 99 and 3 x 37 =
+# 111 output pixels), with groups and a batch: the packed column matrix's edges.
+PACKED_EDGES = [
+    ((2, 6, 9, 11), 10, 3, 1, 1, 1, 2, "zeros"),
+    ((1, 3, 7, 74), 5, (3, 2), 2, (1, 0), 1, 1, "reflect"),
+]
+
+
+@pytest.mark.parametrize("case", GENERAL[:3] + PACKED_EDGES, ids=str)
+@pytest.mark.parametrize("params", gemm_params.CPU_PARAMETER_SETS, ids=gemm_params.describe_params)
+def test_im2col_gemm_with_each_blocked_set(tmp_path, rng, case, params):
+    """im2col_gemm with each gemm_blocked set, on any device: the column matrix is packed in
+    strips of the set's BLOCK_N (8, 16 or 32: im2col_packed and PACKED_B), so each strip width
+    and its zero-filled tail is checked on its own."""
+    path, x, w, b = conv_model(tmp_path, case, rng)
+    with conv_select.pinned("im2col_gemm", params):
+        graph = kuiper.load(path, backend="opencl")
+    layer = conv_layer(graph)
+    assert (layer.algorithm, layer.algorithm_params) == ("im2col_gemm", params)
+    assert_close(graph(x), torch_conv(case, x, w, b))
 
 
 @pytest.mark.parametrize("case", ONE_BY_ONE, ids=str)

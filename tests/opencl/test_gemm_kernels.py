@@ -146,7 +146,7 @@ def test_epilogue_in_the_store(runtime, rng, silu_operator, params, residual_fir
 
 def test_parameter_sets_are_what_the_families_promise():
     """Each GPU set divides into whole work-items, whole vector loads and (LDS_VEC) whole
-    float4 runs; each CPU set uses a vector width gemm_blocked.h has (8 or 16)."""
+    float4 runs; each CPU set uses a block width gemm_blocked.h has (8, 16 or 32: two float16)."""
     for p in gemm.GPU_PARAMETER_SETS:
         assert p["TILE_M"] % p["WPT_M"] == 0 and p["TILE_N"] % p["WPT_N"] == 0, p
         assert p["TILE_K"] % p["VEC"] == 0 and p["TILE_M"] % p["VEC"] == 0, p
@@ -154,7 +154,7 @@ def test_parameter_sets_are_what_the_families_promise():
         if p["LDS_VEC"]:   # float4 runs from local memory: whole runs of 4 in a block
             assert p["WPT_M"] % 4 == 0 and p["WPT_N"] % 4 == 0, p
     for p in gemm.CPU_PARAMETER_SETS:
-        assert p["BLOCK_N"] in (8, 16) and p["BLOCK_K"] >= 0, p
+        assert p["BLOCK_N"] in (8, 16, 32) and p["BLOCK_K"] >= 0, p
     assert len({gemm.describe_params(p) for p in ALL_SETS}) == len(ALL_SETS)
 
 
