@@ -38,6 +38,7 @@ ALGORITHM_MODULES = (
     "kuiper.layers.opencl_helpers.conv_depthwise",     # depthwise
     "kuiper.layers.opencl_helpers.conv_implicit_gemm",  # implicit_gemm
     "kuiper.layers.opencl_helpers.conv_split_k",       # split_k
+    "kuiper.layers.opencl_helpers.conv_direct",        # direct
 )
 for _module in ALGORITHM_MODULES:
     try:

@@ -48,7 +48,7 @@ def test_opencl_layer_tests_run_clean_under_oclgrind(tmp_path):
 ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_winograd.py",
                    "tests/opencl/test_conv_depthwise.py", "tests/opencl/test_conv_implicit_gemm.py",
                    "tests/opencl/test_conv_split_k.py", "tests/opencl/test_conv_select.py",
-                   "tests/opencl/test_maxpool_kernels.py"]
+                   "tests/opencl/test_conv_direct.py", "tests/opencl/test_maxpool_kernels.py"]
 
 
 @pytest.mark.slow
@@ -57,7 +57,8 @@ ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_
                            "(part of the test extras)")
 def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
-                                        "every_parameter_set or epilogue or forced_kernel"])
+                                        "every_parameter_set or epilogue or forced_kernel "
+                                        "or each_blocked_set or weight_as_input"])
 
 
 def run_clean_under_oclgrind(tmp_path, pytest_args: list[str]) -> None:

@@ -1,0 +1,185 @@
+"""Direct convolution for CPU devices, output channels as SIMD lanes (clkernels/conv_direct.cl).
+
+im2col_gemm copies KH*KW shifted versions of the input into a column matrix before its GEMM;
+for YOLOv5s's stride-2 3x3 layers under PoCL the copy took a third of the layer's time, and
+implicit_gemm's blocked kernel, which avoids the copy, needs a shuffle or a gather to build
+its vectors of pixels at stride 2. This kernel turns the product around: its vectors run along
+the output channels (16 per float16, read from a weight packed once at bind time), and each
+input value is broadcast, one scalar load wherever it lies. A work-item keeps `pix` pixels x
+16*`nv` channels in registers: `pix` * `nv` vector multiply-adds per `pix` + `nv` loads.
+
+Its parameter sets are those block shapes; the kernel size, stride and dilation are compiled
+in, so every distinct geometry is a program of its own (a network has a handful).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kuiper.errors import ShapeError
+from kuiper.layers.opencl_base import Launch
+from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.layers.opencl_helpers.conv_algorithms import (
+    ConvAlgorithm,
+    ConvOperands,
+    ConvProblem,
+    register_algorithm,
+)
+from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
+from kuiper.layers.opencl_helpers.conv_launch import buffer_of
+
+KERNEL_FILE = "conv_direct"
+VECTOR = 16                    # channels per float16
+# (pix, nv): pixels x vectors of 16 channels per work-item (pix: 4, 8, 12 or 16), the default
+# first: 4 x 2 (8 accumulators) was the fastest or within 10% of it on 25 of the 40 layers of
+# ResNet-18 and YOLOv5s under PoCL; 8 x 2 keeps 16 of the 32 AVX-512 registers, 12 x 2 24.
+PARAMETER_SETS = [{"pix": 4, "nv": 2}, {"pix": 8, "nv": 1}, {"pix": 8, "nv": 2},
+                  {"pix": 16, "nv": 1}, {"pix": 12, "nv": 2}]
+# The cost model's efficiency (conv_cost.py's CPU peak counts one FMA unit: the blocked GEMM's
+# 8x32 sets are at 1.15). Fitted to `kuiper tune` times under PoCL (2 cores) on ResNet-18's and
+# YOLOv5s's layers: about im2col_gemm's speed on stride-2 3x3 layers, 1.5-2.5x it on few input
+# channels (ResNet's 7x7 stem: 1.1 ms against 1.7) and on 7x7 images; slower than Winograd on
+# most stride-1 3x3 layers, and 2-3x slower than gemm_1x1 on 1x1 kernels (K too short to pay
+# for the padded copy and a scalar store per output). On a GPU the channel-major stores and
+# broadcast loads are uncoalesced: a guess, not measured, low enough never to be picked there.
+CPU_EFFICIENCY, GPU_EFFICIENCY = 1.5, 0.01
+STRIDE_1_FACTOR, ONE_TAP_FACTOR = 0.6, 0.25
+# Below SHORT_K steps of k (input channels x taps) the scalar stores of the outputs and the
+# padded copy weigh more than the multiply-adds: VGG's first layer (K = 27) took 6.3 ms against
+# im2col_gemm's 3.5.
+SHORT_K = 128
+
+
+def lanes(params: dict) -> int:
+    return VECTOR * int(params["nv"])
+
+
+def pack_weight(weight: np.ndarray, groups: int, params: dict) -> np.ndarray:
+    """(COUT, C/G, KH, KW) -> wp[g][block][k][lanes]: each step k's weights of one block of
+    channels side by side, channels past COUT/G zero (what direct_pack computes on the device)."""
+    cout, k = weight.shape[0], int(np.prod(weight.shape[1:]))
+    m, width = cout // groups, lanes(params)
+    blocks = -(-m // width)
+    w = np.zeros((groups, blocks * width, k), np.float32)
+    w[:, :m] = weight.reshape(groups, m, k)
+    return np.ascontiguousarray(w.reshape(groups, blocks, width, k).transpose(0, 1, 3, 2))
+
+
+def padded_size(problem: ConvProblem, params: dict) -> tuple[int, int]:
+    """(HP, WP): the rows and columns of each padded input channel the kernel reads, the last
+    run of each row included (it computes `pix` pixels even where fewer are left)."""
+    _, oh, ow = problem.out
+    _, kh, kw = problem.kernel
+    runs = -(-ow // int(params["pix"]))
+    return ((oh - 1) * problem.stride[1] + (kh - 1) * problem.dilation[1] + 1,
+            (runs * int(params["pix"]) - 1) * problem.stride[2] + (kw - 1) * problem.dilation[2]
+            + 1)
+
+
+def needs_padding(problem: ConvProblem, params: dict) -> bool:
+    """Whether the kernel reads a padded copy: zeros to add, or rows too short for whole runs."""
+    _, h, w = problem.size
+    hp, wp = padded_size(problem, params)
+    return any(lo or hi for lo, hi in problem.pads[1:]) or hp > h or wp > w
+
+
+def tap_table(problem: ConvProblem, height: int, width: int) -> np.ndarray:
+    """ktab[k] for k = (c*KH + i)*KW + j: the tap's offset from its window's corner in an input
+    of `height` x `width` per channel, (c*height + i*DH)*width + j*DW, int32."""
+    _, kh, kw = problem.kernel
+    c, i, j = np.meshgrid(np.arange(problem.cin_g), np.arange(kh) * problem.dilation[1],
+                          np.arange(kw) * problem.dilation[2], indexing="ij")
+    return ((c * height + i) * width + j).reshape(-1).astype(np.int32)
+
+
+@register_algorithm
+class Direct(ConvAlgorithm):
+    name = "direct"
+    good_for = ("CPU devices, 2-D zero-padded convolutions with 16+ output channels: channels "
+                "as SIMD lanes, no column matrix, any stride")
+
+    def unsupported(self, problem: ConvProblem, device: Any) -> str | None:
+        if problem.kernel[0] != 1 or problem.size[0] != 1:
+            return "2-D and 1-D convolutions only"
+        if problem.padding_mode != "zeros":
+            return f"zero padding only (this one pads with {problem.padding_mode!r})"
+        if problem.depthwise:
+            return "depthwise: one input channel per group leaves nothing to broadcast"
+        return None
+
+    def cost(self, problem: ConvProblem, device: Any) -> float:
+        params = self.parameter_sets(problem, device)[0]
+        width, pix, ow = lanes(params), int(params["pix"]), problem.out[2]
+        # the lanes past COUT/G and the pixels past a row's end are computed and dropped
+        lanes_used = problem.cout_g / (-(-problem.cout_g // width) * width)
+        pixels_used = ow / (-(-ow // pix) * pix)
+        rate = CPU_EFFICIENCY if device_rates(device).is_cpu else GPU_EFFICIENCY
+        if problem.taps == 1:
+            rate *= ONE_TAP_FACTOR
+        rate *= min(1.0, problem.cin_g * problem.taps / SHORT_K)
+        if set(problem.stride) == {1}:
+            rate *= STRIDE_1_FACTOR
+        words = problem.n * (problem.c * int(np.prod(problem.size)) + problem.cout * problem.pixels)
+        launches = 1
+        if needs_padding(problem, params):   # the padded copy, written and read again
+            hp, wp = padded_size(problem, params)
+            words += 2 * problem.n * problem.c * hp * wp
+            launches = 2
+        return roofline(device, 2.0 * problem.macs, 4.0 * words, launches,
+                        rate * lanes_used * pixels_used)
+
+    def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
+        # a GPU gets the default only: the kernel is not made for it, and `kuiper tune` would
+        # spend its time on five slow variants per layer
+        sets = PARAMETER_SETS if device_rates(device).is_cpu else PARAMETER_SETS[:1]
+        return [dict(p) for p in sets]
+
+    def bind(self, layer, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
+        why = self.unsupported(problem, None)
+        if why is not None:
+            raise ShapeError(layer.name, layer.type, f"{self.name}: {why}")
+        if {"pix": int(params.get("pix", 0)), "nv": int(params.get("nv", 0))} not in PARAMETER_SETS:
+            raise ShapeError(layer.name, layer.type, f"{self.name}: block {params}; expected "
+                             f"one of {PARAMETER_SETS}")
+        p = problem
+        m, width = p.cout_g, lanes(params)
+        blocks, k = -(-m // width), p.cin_g * p.taps
+        _, kh, kw = p.kernel
+        options = [f"-D{name}={value}" for name, value in
+                   (("KH", kh), ("KW", kw), ("SH", p.stride[1]), ("SW", p.stride[2]),
+                    ("DH", p.dilation[1]), ("DW", p.dilation[2]), ("PIX", params["pix"]),
+                    ("NV", params["nv"]))]
+        options += ops.epilogue.opencl_options() if ops.epilogue else []
+        i32 = np.int32
+        launches = []
+        if ops.weight_host is not None:
+            packed = layer.upload(pack_weight(ops.weight_host, p.groups, params))
+        else:   # F.conv2d: the weight is computed by the graph, packed on the device each run
+            packed = layer.workspace((p.groups * blocks * k * width,), np.float32)
+            pack = layer.kernel("direct_pack", options, stem=KERNEL_FILE)
+            pack.set_args(buffer_of(ops.weight), packed.data, i32(m), i32(k), i32(blocks))
+            launches.append(Launch(pack, (width, k, p.groups * blocks)))
+        _, h, w = p.size
+        _, oh, ow = p.out
+        hp, wp = padded_size(p, params) if needs_padding(p, params) else (h, w)
+        x = buffer_of(ops.x)
+        if (hp, wp) != (h, w):
+            padded = layer.workspace((p.n * p.c * hp * wp,), np.float32)
+            pad = layer.kernel("direct_pad", options, stem=KERNEL_FILE)
+            pad.set_args(x, padded.data, i32(h), i32(w), i32(hp), i32(wp), i32(p.pads[1][0]),
+                         i32(p.pads[2][0]), i32(p.n * p.c))
+            launches.append(Launch(pad, (hp, p.n * p.c)))
+            keep_alive(layer, [padded])
+            x = padded.data
+        table = layer.upload(tap_table(p, hp, wp))
+        keep_alive(layer, [packed, table])
+        runs = -(-ow // int(params["pix"]))
+        kernel = layer.kernel("conv_direct", options, stem=KERNEL_FILE)
+        kernel.set_args(x, packed.data, table.data, buffer_of(ops.bias),
+                        i32(ops.bias is not None), buffer_of(ops.residual), buffer_of(ops.y),
+                        i32(p.c), i32(hp), i32(wp), i32(p.cout), i32(m), i32(k), i32(oh),
+                        i32(ow), i32(p.groups), i32(runs), i32(blocks))
+        launches.append(Launch(kernel, (oh * runs, blocks, p.n * p.groups)))
+        return launches

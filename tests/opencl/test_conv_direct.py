@@ -1,0 +1,144 @@
+"""The direct convolution with channels as lanes (layers/opencl_helpers/conv_direct.py), forced,
+against PyTorch: output channels that do not fill a vector, rows that are not a whole number of
+pixel runs, images narrower than a run, stride 2 and 3, dilation, groups, batches, padding wider
+than the kernel's reach, 1-D, fused epilogues (with a residual read channel by channel), the
+weight as an input (packed on the device), and every parameter set on its own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch.nn as nn
+
+from kuiper.errors import KuiperError
+from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS
+from kuiper.layers.opencl_helpers.conv_direct import PARAMETER_SETS, pack_weight
+from kuiper.tools.testing import assert_close
+from tests.conftest import opencl_available
+from tests.opencl.conv_forced import ConvCase, run_forced, torch_conv
+from tests.opencl.conv_harness import (
+    activation_epilogue,
+    make_problem,
+    run_algorithm,
+    torch_reference,
+)
+
+pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+
+NAME = "direct"
+
+CASES = [
+    ConvCase((1, 5, 13, 29), 17, (3, 3), (2, 2), (1, 1)),                # YOLO's stride 2, 17 ch
+    ConvCase((2, 3, 19, 23), 40, (7, 7), (2, 2), (3, 3)),                # ResNet's stem, batch 2
+    ConvCase((1, 6, 9, 11), 33, (3, 3), (1, 1), (1, 1)),                 # 33: 3 vectors
+    ConvCase((1, 4, 5, 3), 16, (3, 3), (1, 1), (1, 1)),                  # narrower than a run
+    ConvCase((3, 8, 11, 26), 12, (3, 3), (2, 2), (1, 1), groups=2),      # groups, batch 3
+    ConvCase((1, 7, 15, 15), 20, (3, 3), (1, 1), (2, 2), (2, 2)),        # dilation 2
+    ConvCase((1, 4, 14, 31), 9, (5, 3), (3, 2), (3, 4), bias=False),     # padding past the taps
+    ConvCase((1, 9, 1, 1), 18, (1, 1)),                                  # 1x1 everything
+    ConvCase((2, 6, 8, 8), 24, (1, 1), (2, 2)),                          # 1x1 stride 2
+    ConvCase((2, 5, 37), 19, (3,), (2,), (1,)),                          # Conv1d
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_direct_forced_matches_torch(rng, case):
+    x, w, b = case.tensors(rng)
+    y, layer = run_forced(case, x, w, b, NAME)
+    assert (layer.algorithm, layer.algorithm_reason) == (NAME, "forced")
+    assert_close(y, torch_conv(case, x, w, b))
+
+
+@pytest.mark.parametrize("params", PARAMETER_SETS, ids=lambda p: f"{p['pix']}x{p['nv']}")
+@pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[4]], ids=str)
+def test_direct_every_parameter_set(rng, case, params):
+    """Each block shape `kuiper tune` may pick: runs of 4-16 pixels and 16 or 32 channels,
+    against rows of 15, 11 and 13 pixels and 17, 33 and 6 channels per group."""
+    x, w, b = case.tensors(rng)
+    y, layer = run_forced(case, x, w, b, NAME, params=params)
+    assert layer.algorithm_params == params
+    assert_close(y, torch_conv(case, x, w, b), what=f"parameters {params}")
+
+
+def test_direct_parameter_sets_survive_the_tuning_cache():
+    problem = make_problem((1, 8, 9, 9), (16, 8, 3, 3), padding=1)
+    sets = ALGORITHMS[NAME].parameter_sets(problem, None)
+    assert len({str(p) for p in sets}) == len(sets) > 1
+    assert json.loads(json.dumps(sets)) == sets
+
+
+@pytest.mark.parametrize("op_type,act,residual,first", [
+    ("nn.SiLU", nn.functional.silu, False, True),        # YOLO's convolutions
+    ("nn.SiLU", nn.functional.silu, True, False),        # silu(conv) + r: a bottleneck's end
+    ("nn.ReLU", nn.functional.relu, True, True),         # relu(conv + r): ResNet's block end
+])
+def test_direct_fused_epilogue(rng, op_type, act, residual, first):
+    x = rng.standard_normal((2, 5, 9, 14)).astype(np.float32)
+    w = rng.standard_normal((21, 5, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(21).astype(np.float32)
+    r = rng.standard_normal((2, 21, 5, 7)).astype(np.float32) if residual else None
+    epilogue = activation_epilogue(op_type, residual=residual, residual_first=first)
+    y = run_algorithm(NAME, x, w, b, epilogue=epilogue, residual=r, stride=2, padding=1)
+    expected = torch_reference(x, w, b, stride=2, padding=1, activation=act, residual=r,
+                               residual_first=first)
+    assert_close(y, expected)
+
+
+@pytest.mark.parametrize("params", [PARAMETER_SETS[0], PARAMETER_SETS[-1]],
+                         ids=lambda p: f"{p['pix']}x{p['nv']}")
+def test_direct_weight_as_input(rng, params):
+    """F.conv2d: the weight is the producer's device array, packed by direct_pack each run."""
+    x = rng.standard_normal((1, 6, 8, 19)).astype(np.float32)
+    w = rng.standard_normal((34, 3, 3, 3)).astype(np.float32)
+    y = run_algorithm(NAME, x, w, None, weight_on_host=False, padding=1, groups=2,
+                      params=params)
+    assert_close(y, torch_reference(x, w, None, padding=1, groups=2))
+
+
+def test_pack_weight_layout():
+    """wp[g][block][k][lane] = w[g*M + block*lanes + lane][k], zeros past M (by hand)."""
+    w = np.arange(2 * 20 * 3 * 1 * 2, dtype=np.float32).reshape(40, 3, 1, 2)
+    packed = pack_weight(w, groups=2, params={"pix": 8, "nv": 1})
+    assert packed.shape == (2, 2, 6, 16)
+    assert packed[1, 0, 4, 3] == w[20 + 3].reshape(-1)[4]
+    assert packed[0, 1, 5, 3] == w[16 + 3].reshape(-1)[5]
+    assert not packed[0, 1, :, 4:].any() and not packed[1, 1, :, 4:].any()
+
+
+@pytest.mark.parametrize("shape,kernel,groups,mode,why", [
+    ((1, 6, 9, 9), (6, 1, 3, 3), 6, "zeros", "depthwise"),
+    ((1, 4, 9, 9), (8, 4, 3, 3), 1, "reflect", "zero padding only"),
+])
+def test_direct_unsupported_says_why(shape, kernel, groups, mode, why):
+    problem = make_problem(shape, kernel, padding=1, groups=groups, padding_mode=mode)
+    reason = ALGORITHMS[NAME].unsupported(problem, None)
+    assert reason is not None and why in reason
+
+
+def test_direct_bad_parameters_are_a_kuiper_error(rng):
+    x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((16, 3, 3, 3)).astype(np.float32)
+    with pytest.raises(KuiperError, match=r"direct: block"):
+        run_algorithm(NAME, x, w, params={"pix": 5, "nv": 3}, padding=1)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding,expected", [
+    ((1, 32, 320, 320), (64, 32, 3, 3), 2, 1, "direct"),     # YOLOv5s's first stride-2 layer
+    ((1, 3, 224, 224), (64, 3, 7, 7), 2, 3, "direct"),       # ResNet's stem
+    ((1, 64, 80, 80), (64, 64, 1, 1), 1, 0, "gemm_1x1"),      # a 1x1: K too short
+    ((1, 64, 56, 56), (64, 64, 3, 3), 1, 1, "winograd_f4x4"),  # stride 1: Winograd's
+])
+def test_the_cost_model_picks_direct_where_it_was_measured_fastest(x_shape, w_shape, stride,
+                                                                    padding, expected):
+    """On the described 2-core CPU the cost model ranks `direct` as `kuiper tune` measured it
+    under PoCL (conv_direct.py's comment): first on the stride-2 and 7x7 layers above, behind
+    gemm_1x1 and Winograd elsewhere; on the described H100 it is never first."""
+    from kuiper.layers.opencl_helpers import conv_select
+    from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
+
+    problem = make_problem(x_shape, w_shape, stride=stride, padding=padding)
+    assert conv_select.by_cost(problem, fake_two_core_cpu())[0][1].name == expected
+    assert conv_select.by_cost(problem, fake_h100())[0][1].name != NAME
