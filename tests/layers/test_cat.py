@@ -116,3 +116,31 @@ def test_cat_copy_units(backend, rng, dtype, inner):
         xs = [(rng.standard_normal((batch, c, inner)) * 50).astype(dtype) for c in (2, 1, 3, 2, 4)]
         (y,) = run_operator("torch.cat", xs, params={"dim": 1}, backend=backend)
         np.testing.assert_array_equal(y, np.concatenate(xs, axis=1))
+
+
+@pytest.mark.parametrize("by_rows", [True, False], ids=["row_per_work_item", "unit_per_work_item"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_cat_and_split_each_opencl_copy(rng, monkeypatch, by_rows, dtype):
+    """Both copies of layers/opencl_helpers/blocks.py forced on whatever OpenCL device there
+    is (CPU devices pick the row per work-item for many short rows): YOLOv5s's detection-head
+    layout (rows of 85 = 2 + 2 + 81, no vector width divides them), five parts (two launches)
+    and parts of length 0 (an empty tensor_split piece)."""
+    from tests.conftest import opencl_available
+
+    if not opencl_available():
+        pytest.skip("no OpenCL device: these are the OpenCL copies (the CPU twin runs above)")
+    monkeypatch.setattr("kuiper.layers.opencl_helpers.blocks.ROWS_PER_WORK_ITEM", by_rows)
+    x = (rng.standard_normal((3, 70, 85)) * 50).astype(dtype)
+    pieces = run_operator("torch.tensor_split", [x], params={"indices": [2, 4], "dim": -1},
+                          n_outputs=3, backend="opencl")
+    for got, want in zip(pieces, np.split(x, [2, 4], axis=-1)):
+        np.testing.assert_array_equal(got, want)
+    (joined,) = run_operator("torch.cat", list(pieces), params={"dim": -1}, backend="opencl")
+    np.testing.assert_array_equal(joined, x)
+    parts = [x[..., :1], x[..., 1:4], x[..., 4:4], x[..., 4:9], x[..., 9:10], x[..., 10:]]
+    (joined,) = run_operator("torch.cat", parts, params={"dim": 2}, backend="opencl")
+    np.testing.assert_array_equal(joined, x)
+    pieces = run_operator("torch.tensor_split", [x], params={"indices": [3, 3, 50], "dim": 2},
+                          n_outputs=4, backend="opencl")
+    for got, want in zip(pieces, np.split(x, [3, 3, 50], axis=2)):
+        np.testing.assert_array_equal(got, want)

@@ -353,3 +353,24 @@ def test_shapes_that_do_not_broadcast(backend):
 def test_missing_expr_parameter(backend):
     with pytest.raises(OperatorError, match="parameter 'expr' is missing"):
         run_operator("pnnx.Expression", [np.ones(3, np.float32)], backend=backend)
+
+
+@pytest.mark.parametrize("expr, reference", [
+    ("pow(@0,2)", lambda x: torch.pow(x, 2)),
+    ("pow(@0,2.0)", lambda x: torch.pow(x, 2.0)),
+    ("mul(pow(mul(@0,2),2),@1)", lambda x: torch.pow(x * 2, 2) * 3.5),   # YOLO's anchor maths
+    ("pow(@0,3)", lambda x: torch.pow(x, 3)),                            # still pow()
+])
+def test_square_powers(backend, rng, expr, reference):
+    """x ** 2 is generated as a product (expression_codegen.py: PoCL's pow() is a library call
+    per value) and agrees with PyTorch on both backends, inf and nan included."""
+    x = rng.uniform(-1e19, 1e19, (3, 7)).astype(np.float32)
+    x[0, :3] = [np.inf, -np.inf, np.nan]
+    inputs = [x] + ([np.float32(3.5).reshape(1, 1)] if "@1" in expr else [])
+    check(run(expr, inputs, backend), reference(t(x)))
+    specs = [TensorSpec.of(a.shape) for a in inputs]
+    layer = make_layer(expr, len(inputs))
+    (out,) = layer.infer(specs)
+    source = generate(layer.expr, layer.rpn, specs, out).source
+    code = "\n".join(line for line in source.splitlines() if not line.startswith("//"))
+    assert ("pow(" in code) == (expr == "pow(@0,3)"), source

@@ -224,3 +224,25 @@ def test_upsample_onnx_route(backend, rng, tmp_path):
     assert not graph.fallbacks
     for got, want in zip(graph.forward(x.numpy()), module(x)):
         assert_close(got, want.numpy(), rtol=1e-4)
+
+
+@pytest.mark.parametrize("by_rows", [True, False], ids=["row_per_work_item", "value_per_work_item"])
+@pytest.mark.parametrize("mode, scale", [("nearest", 2.0), ("nearest", (1.7, 0.6)),
+                                         ("nearest-exact", (0.5, 3.0))])
+def test_nearest2d_each_opencl_kernel(rng, monkeypatch, by_rows, mode, scale):
+    """nearest2d and nearest2d_rows (layers/opencl/upsample.py) forced on whatever OpenCL device
+    there is (CPU devices pick the row per work-item for many rows): YOLO's 2x upsample,
+    growing and shrinking axes, int64 values (copied bit for bit)."""
+    from tests.conftest import opencl_available
+
+    if not opencl_available():
+        pytest.skip("no OpenCL device: these are the OpenCL kernels (the CPU twin runs above)")
+    monkeypatch.setattr("kuiper.layers.opencl.upsample.ROWS_PER_WORK_ITEM", by_rows)
+    x = rng.standard_normal((2, 37, 13, 19)).astype(np.float32)
+    params = _params(mode, None, scale_factor=scale)
+    (y,) = run_operator("nn.Upsample", [x], params=params, backend="opencl")
+    np.testing.assert_array_equal(y, _reference(x, mode, None, scale=scale))
+    labels = rng.integers(-2**40, 2**40, (1, 70, 9, 11))
+    (y,) = run_operator("nn.Upsample", [labels], params=params, backend="opencl")
+    want = _reference(labels.astype(np.float64), mode, None, scale=scale).astype(np.int64)
+    np.testing.assert_array_equal(y, want)
