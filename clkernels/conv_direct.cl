@@ -138,8 +138,8 @@ inline void store_channels(__global float *y, const float16 sum, __global const 
     FOR_PIX(STORE)
 #endif
 
-// Global size (OH * RUNS, BLOCKS, N * GROUPS), rounded up to the work-group (extra work-items
-// return); RUNS = ceil(OW / PIX) runs of pixels per output row, BLOCKS = ceil(M / LANES).
+// Global size exactly (OH * RUNS, BLOCKS, N * GROUPS), no work-group size (the driver's
+// choice); RUNS = ceil(OW / PIX) runs of pixels per output row, BLOCKS = ceil(M / LANES).
 // xp: the input, padded (HP x WP per channel; the input itself when nothing is padded).
 // ktab[k] for k = (c*KH + i)*KW + j: the tap's offset from the window's corner in xp,
 // (c*HP + i*DH)*WP + j*DW, made by the host once: the loop over k is one flat loop with no
@@ -202,7 +202,7 @@ __kernel void direct_pad(__global const float *x, __global float *xp, const int 
 }
 
 // The packed weight of a weight that is an input (F.conv2d): one work-item per packed value,
-// global size (LANES, K, GROUPS * BLOCKS); w is (COUT, C/G, KH, KW), K = C/G * KH * KW.
+// global size exactly (LANES, K, GROUPS * BLOCKS); w is (COUT, C/G, KH, KW), K = C/G*KH*KW.
 __kernel void direct_pack(__global const float *w, __global float *wp, const int M,
                           const int K, const int BLOCKS)
 {

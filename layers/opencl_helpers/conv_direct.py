@@ -42,9 +42,13 @@ PARAMETER_SETS = [{"pix": 4, "nv": 2}, {"pix": 8, "nv": 1}, {"pix": 8, "nv": 2},
 # YOLOv5s's layers: about im2col_gemm's speed on stride-2 3x3 layers, 1.5-2.5x it on few input
 # channels (ResNet's 7x7 stem: 1.1 ms against 1.7) and on 7x7 images; slower than Winograd on
 # most stride-1 3x3 layers, and 2-3x slower than gemm_1x1 on 1x1 kernels (K too short to pay
-# for the padded copy and a scalar store per output). On a GPU the channel-major stores and
-# broadcast loads are uncoalesced: a guess, not measured, low enough never to be picked there.
-CPU_EFFICIENCY, GPU_EFFICIENCY = 1.5, 0.01
+# for the padded copy and a scalar store per output).
+CPU_EFFICIENCY = 1.5
+# On a GPU the channel-major stores and broadcast loads are uncoalesced and a work-item's 16
+# accumulators are 256 registers: the cost model never picks it there (a low efficiency was not
+# enough: on small layers the launch overhead dominates every estimate), though tests and
+# `kuiper tune` can still run it.
+GPU_SECONDS = 1.0
 STRIDE_1_FACTOR, ONE_TAP_FACTOR = 0.6, 0.25
 # Below SHORT_K steps of k (input channels x taps) the scalar stores of the outputs and the
 # padded copy weigh more than the multiply-adds: VGG's first layer (K = 27) took 6.3 ms against
@@ -101,8 +105,8 @@ class Direct(ConvAlgorithm):
                 "as SIMD lanes, no column matrix, any stride")
 
     def unsupported(self, problem: ConvProblem, device: Any) -> str | None:
-        if problem.kernel[0] != 1 or problem.size[0] != 1:
-            return "2-D and 1-D convolutions only"
+        if problem.kernel[0] != 1 or problem.size[0] != 1 or problem.out[0] != 1:
+            return "2-D and 1-D convolutions only (one input and one output depth plane)"
         if problem.padding_mode != "zeros":
             return f"zero padding only (this one pads with {problem.padding_mode!r})"
         if problem.depthwise:
@@ -110,12 +114,14 @@ class Direct(ConvAlgorithm):
         return None
 
     def cost(self, problem: ConvProblem, device: Any) -> float:
+        if not device_rates(device).is_cpu:
+            return GPU_SECONDS
         params = self.parameter_sets(problem, device)[0]
         width, pix, ow = lanes(params), int(params["pix"]), problem.out[2]
         # the lanes past COUT/G and the pixels past a row's end are computed and dropped
         lanes_used = problem.cout_g / (-(-problem.cout_g // width) * width)
         pixels_used = ow / (-(-ow // pix) * pix)
-        rate = CPU_EFFICIENCY if device_rates(device).is_cpu else GPU_EFFICIENCY
+        rate = CPU_EFFICIENCY
         if problem.taps == 1:
             rate *= ONE_TAP_FACTOR
         rate *= min(1.0, problem.cin_g * problem.taps / SHORT_K)

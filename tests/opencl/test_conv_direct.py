@@ -14,7 +14,7 @@ import pytest
 import torch.nn as nn
 
 from kuiper.errors import KuiperError
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS
+from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvProblem
 from kuiper.layers.opencl_helpers.conv_direct import PARAMETER_SETS, pack_weight
 from kuiper.tools.testing import assert_close
 from tests.conftest import opencl_available
@@ -118,6 +118,21 @@ def test_direct_unsupported_says_why(shape, kernel, groups, mode, why):
     assert reason is not None and why in reason
 
 
+def test_direct_refuses_more_than_one_depth_plane(rng):
+    """A Conv3d with a kernel depth of 1 on an input of depth 1 still has 3 output planes when
+    its depth is padded: the kernel writes one plane, so the selector must not offer it (the
+    convolution then runs another algorithm, correctly)."""
+    case = ConvCase((1, 4, 1, 6, 6), 16, (1, 3, 3), (1, 1, 1), (1, 1, 1))
+    problem = ConvProblem(n=1, c=4, cout=16, groups=1, size=(1, 6, 6), kernel=(1, 3, 3),
+                          out=(3, 6, 6), stride=(1, 1, 1), dilation=(1, 1, 1),
+                          pads=((1, 1), (1, 1), (1, 1)))
+    assert "depth plane" in ALGORITHMS[NAME].unsupported(problem, None)
+    x, w, b = case.tensors(rng)
+    y, layer = run_forced(case, x, w, b, NAME)
+    assert layer.algorithm != NAME
+    assert_close(y, torch_conv(case, x, w, b))
+
+
 def test_direct_bad_parameters_are_a_kuiper_error(rng):
     x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
     w = rng.standard_normal((16, 3, 3, 3)).astype(np.float32)
@@ -135,10 +150,27 @@ def test_the_cost_model_picks_direct_where_it_was_measured_fastest(x_shape, w_sh
                                                                     padding, expected):
     """On the described 2-core CPU the cost model ranks `direct` as `kuiper tune` measured it
     under PoCL (conv_direct.py's comment): first on the stride-2 and 7x7 layers above, behind
-    gemm_1x1 and Winograd elsewhere; on the described H100 it is never first."""
+    gemm_1x1 and Winograd elsewhere; on the described H100 it is not first here (the sweep
+    below checks the GPU more widely)."""
     from kuiper.layers.opencl_helpers import conv_select
     from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
 
     problem = make_problem(x_shape, w_shape, stride=stride, padding=padding)
     assert conv_select.by_cost(problem, fake_two_core_cpu())[0][1].name == expected
     assert conv_select.by_cost(problem, fake_h100())[0][1].name != NAME
+
+
+def test_the_cost_model_never_picks_direct_on_a_gpu():
+    """Small layers included (LeNet's 5x5, CIFAR's 8x8, 7x7 kernels on 7-14 pixels), where the
+    launch overhead dominates every estimate and a low efficiency alone let it win."""
+    from kuiper.layers.opencl_helpers import conv_select
+    from tests.opencl.described_devices import fake_h100
+
+    device = fake_h100()
+    for n in (1, 4):
+        for c, cout, size, k, stride in [(6, 16, 14, 5, 1), (64, 128, 8, 3, 2), (3, 64, 7, 7, 2),
+                                         (32, 32, 14, 7, 1), (16, 16, 28, 3, 1),
+                                         (256, 512, 56, 3, 2)]:
+            problem = make_problem((n, c, size, size), (cout, c, k, k), stride=stride,
+                                   padding=k // 2)
+            assert conv_select.by_cost(problem, device)[0][1].name != NAME, problem.key

@@ -58,7 +58,8 @@ ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_
 def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
                                         "every_parameter_set or epilogue or forced_kernel "
-                                        "or each_blocked_set or weight_as_input"])
+                                        "or each_blocked_set or weight_as_input "
+                                        "or direct_forced"])
 
 
 def run_clean_under_oclgrind(tmp_path, pytest_args: list[str]) -> None:
