@@ -39,17 +39,18 @@ PARAMETER_SETS = [{"pix": 4, "nv": 2}, {"pix": 8, "nv": 1}, {"pix": 8, "nv": 2},
                   {"pix": 16, "nv": 1}, {"pix": 12, "nv": 2}]
 # The cost model's efficiency (conv_cost.py's CPU peak counts one FMA unit: the blocked GEMM's
 # 8x32 sets are at 1.15). Fitted to `kuiper tune` times under PoCL (2 cores) on ResNet-18's and
-# YOLOv5s's layers: about im2col_gemm's speed on stride-2 3x3 layers, 1.5-2.5x it on few input
-# channels (ResNet's 7x7 stem: 1.1 ms against 1.7) and on 7x7 images; slower than Winograd on
-# most stride-1 3x3 layers, and 2-3x slower than gemm_1x1 on 1x1 kernels (K too short to pay
-# for the padded copy and a scalar store per output).
+# YOLOv5s's layers: about im2col_gemm's speed on stride-2 3x3 layers, faster on ResNet's 7x7
+# stem (1.1 ms against 1.7) and its 512-channel layers on 7x7 images (0.92 against 1.17);
+# slower than Winograd on most stride-1 3x3 layers (STRIDE_1_FACTOR), and 2-3x slower than
+# gemm_1x1 on 1x1 kernels (ONE_TAP_FACTOR: K too short to pay for the padded copy and a scalar
+# store per output).
 CPU_EFFICIENCY = 1.5
+STRIDE_1_FACTOR, ONE_TAP_FACTOR = 0.6, 0.25
 # On a GPU the channel-major stores and broadcast loads are uncoalesced and a work-item's 16
 # accumulators are 256 registers: the cost model never picks it there (a low efficiency was not
 # enough: on small layers the launch overhead dominates every estimate), though tests and
 # `kuiper tune` can still run it.
 GPU_SECONDS = 1.0
-STRIDE_1_FACTOR, ONE_TAP_FACTOR = 0.6, 0.25
 # Below SHORT_K steps of k (input channels x taps) the scalar stores of the outputs and the
 # padded copy weigh more than the multiply-adds: VGG's first layer (K = 27) took 6.3 ms against
 # im2col_gemm's 3.5.
