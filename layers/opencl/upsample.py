@@ -13,13 +13,8 @@ import numpy as np
 from kuiper.layers.cpu import upsample
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type
-from kuiper.layers.opencl_helpers.strided import MIN_ROW, MIN_ROWS, ROWS_LOCAL
-from kuiper.opencl.runtime import is_cpu
+from kuiper.layers.opencl_helpers.strided import copies_by_rows, rows_launch
 from kuiper.registry import register
-
-# nearest2d_rows (a work-item per output row) or nearest2d (one per value); None: the rule in
-# `nearest2d` below, True or False forces one (tests).
-ROWS_PER_WORK_ITEM: bool | None = None
 
 
 class OpenCLUpsample(OpenCLLayer):
@@ -60,16 +55,13 @@ class OpenCLUpsample(OpenCLLayer):
         tables = [self.upload(t[:, 0].astype(np.int32)) for t in (iy, ix)]
         self.keep_alive += tables  # set_args does not keep buffers alive
         rows = n // max(ow, 1)
-        by_rows = ROWS_PER_WORK_ITEM
-        if by_rows is None:   # strided.py's rule: on a CPU device, many rows of a few values
-            by_rows = is_cpu(self.runtime.device) and ow >= MIN_ROW and rows >= MIN_ROWS
+        # nearest2d_rows (a work-item per output row) by strided.py's rule, or one per value
+        by_rows = copies_by_rows(self.runtime.device, ow, rows)
         name = "nearest2d_rows" if by_rows else "nearest2d"
         kernel = self.kernel(name, ["-DTAPS=1", f"-DT={arith_type(dtype)}"])
         kernel.set_args(src.data, dst.data, tables[0].data, tables[1].data,
                         *(np.int32(v) for v in (h, w, oh, ow, rows if by_rows else n)))
-        if by_rows:
-            return Launch(kernel, (round_up(rows, ROWS_LOCAL),), (ROWS_LOCAL,))
-        return Launch(kernel, (round_up(n, 64),))
+        return rows_launch(kernel, rows) if by_rows else Launch(kernel, (round_up(n, 64),))
 
     def resample(self, src, dst, shape, axis, idx, w, dtype) -> Launch:
         n_in, n_out = shape[axis], idx.shape[0]

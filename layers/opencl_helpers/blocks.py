@@ -11,8 +11,7 @@ import numpy as np
 
 from kuiper.layers.opencl_base import Launch, round_up
 from kuiper.layers.opencl_helpers.cl_types import move_type
-from kuiper.layers.opencl_helpers.strided import MIN_ROW, MIN_ROWS, ROWS_LOCAL
-from kuiper.opencl.runtime import is_cpu
+from kuiper.layers.opencl_helpers.strided import copies_by_rows, rows_launch
 
 PER_LAUNCH = 4  # inputs of cat4 / outputs of split4 (clkernels/cat.cl)
 # A work-item copies up to 32 bytes (one AVX register): a vector of VECTOR_WIDTHS elements, the
@@ -22,10 +21,6 @@ PER_LAUNCH = 4  # inputs of cat4 / outputs of split4 (clkernels/cat.cl)
 # concatenations 4.5x faster (11.5 ms -> 2.6 ms in all; its first 56x56 cat4: 0.52 -> 0.09 ms).
 UNIT_BYTES = 32
 VECTOR_WIDTHS = (16, 8, 4, 2)
-# cat4_rows / split4_rows (a work-item per row) on CPU devices when a launch's rows are at
-# least MIN_ROW units wide and there are at least MIN_ROWS of them (strided.py's rule, for the
-# same reason); cat4 / split4 (a work-item per unit) otherwise. True or False forces one (tests).
-ROWS_PER_WORK_ITEM: bool | None = None
 
 
 def blocks_launches(layer, kernel_name: str, whole, parts, lengths, row: int, rows: int,
@@ -46,18 +41,15 @@ def blocks_launches(layer, kernel_name: str, whole, parts, lengths, row: int, ro
         chunk = pieces[start:start + PER_LAUNCH]
         chunk += [(None, 0)] * (PER_LAUNCH - len(chunk))
         width = sum(n for _, n in chunk)
-        by_rows = ROWS_PER_WORK_ITEM
-        if by_rows is None:
-            by_rows = is_cpu(layer.runtime.device) and width >= MIN_ROW and rows >= MIN_ROWS
+        # cat4_rows / split4_rows (a work-item per row) by strided.py's rule, for the same reason
+        by_rows = copies_by_rows(layer.runtime.device, width, rows)
         name = kernel_name + "_rows" if by_rows else kernel_name
         kernel = layer.kernel(name, [f"-DT={unit_type}"], stem="cat")
         buffers = [p.data if p is not None else None for p, _ in chunk]
         items = rows if by_rows else rows * width
         kernel.set_args(whole.data, *buffers, *(np.int32(n) for _, n in chunk),
                         np.int32(row), np.int32(first), np.int32(items))
-        if by_rows:
-            launches.append(Launch(kernel, (round_up(rows, ROWS_LOCAL),), (ROWS_LOCAL,)))
-        else:
-            launches.append(Launch(kernel, (round_up(items, 64),)))
+        launches.append(rows_launch(kernel, rows) if by_rows
+                        else Launch(kernel, (round_up(items, 64),)))
         first += width
     return launches

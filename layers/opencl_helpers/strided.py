@@ -94,14 +94,29 @@ class View:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
-# strided_copy_rows (a work-item per output row) on CPU devices for rows of MIN_ROW elements or
-# more and at least MIN_ROWS of them (a contiguous slice coalesces into one long row, which one
-# work-item would copy alone), strided_copy (a work-item per element) otherwise; True or False
-# forces one (tests).
+# The copy kernels with a work-item per output row (strided_copy_rows here, cat.cl's cat4_rows
+# and split4_rows, upsample.cl's nearest2d_rows) run on CPU devices for rows of MIN_ROW elements
+# or more and at least MIN_ROWS of them (a contiguous slice coalesces into one long row, which
+# one work-item would copy alone); the kernels with a work-item per element otherwise. True or
+# False forces one kind everywhere (tests).
 ROWS_PER_WORK_ITEM: bool | None = None
 MIN_ROW = 4
 MIN_ROWS = 64
 ROWS_LOCAL = 16
+
+
+def copies_by_rows(device, row: int, rows: int) -> bool:
+    """Whether a copy of `rows` rows of `row` elements (or vector units) takes a work-item per
+    row on `device` (the rule above; strided.h says why a CPU wants it, while a GPU's
+    neighbouring work-items store side by side)."""
+    if ROWS_PER_WORK_ITEM is not None:
+        return ROWS_PER_WORK_ITEM
+    return is_cpu(device) and row >= MIN_ROW and rows >= MIN_ROWS
+
+
+def rows_launch(kernel, rows: int) -> Launch:
+    """The launch of a kernel with a work-item per row, in work-groups of ROWS_LOCAL rows."""
+    return Launch(kernel, (round_up(rows, ROWS_LOCAL),), (ROWS_LOCAL,))
 
 
 def strided_copy(layer, src, dst, view: View, dtype) -> list[Launch]:
@@ -115,14 +130,11 @@ def strided_copy(layer, src, dst, view: View, dtype) -> list[Launch]:
     meta = layer.upload(np.array(list(view.shape) + list(view.strides) or [0], dtype=np.int32))
     layer.keep_alive.append(meta)  # set_args does not keep the buffer alive
     cols = view.shape[-1] if view.shape else 1
-    by_rows = ROWS_PER_WORK_ITEM
-    if by_rows is None:   # strided.h says why; a GPU's neighbouring work-items store side by side
-        by_rows = is_cpu(layer.runtime.device) and cols >= MIN_ROW and n // cols >= MIN_ROWS
-    if by_rows and view.shape:
+    if view.shape and copies_by_rows(layer.runtime.device, cols, n // cols):
         kernel = layer.kernel("strided_copy_rows", [f"-DT={move_type(dtype)}"])
         kernel.set_args(src.data, dst.data, meta.data, np.int32(len(view.shape)),
                         np.int32(view.offset), np.int32(n // cols))
-        return [Launch(kernel, (round_up(n // cols, ROWS_LOCAL),), (ROWS_LOCAL,))]
+        return [rows_launch(kernel, n // cols)]
     kernel = layer.kernel("strided_copy", [f"-DT={move_type(dtype)}"])
     kernel.set_args(src.data, dst.data, meta.data, np.int32(len(view.shape)),
                     np.int32(view.offset), np.int32(n))

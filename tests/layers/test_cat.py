@@ -129,7 +129,7 @@ def test_cat_and_split_each_opencl_copy(rng, monkeypatch, by_rows, dtype):
 
     if not opencl_available():
         pytest.skip("no OpenCL device: these are the OpenCL copies (the CPU twin runs above)")
-    monkeypatch.setattr("kuiper.layers.opencl_helpers.blocks.ROWS_PER_WORK_ITEM", by_rows)
+    monkeypatch.setattr("kuiper.layers.opencl_helpers.strided.ROWS_PER_WORK_ITEM", by_rows)
     x = (rng.standard_normal((3, 70, 85)) * 50).astype(dtype)
     pieces = run_operator("torch.tensor_split", [x], params={"indices": [2, 4], "dim": -1},
                           n_outputs=3, backend="opencl")

@@ -237,7 +237,7 @@ def test_nearest2d_each_opencl_kernel(rng, monkeypatch, by_rows, mode, scale):
 
     if not opencl_available():
         pytest.skip("no OpenCL device: these are the OpenCL kernels (the CPU twin runs above)")
-    monkeypatch.setattr("kuiper.layers.opencl.upsample.ROWS_PER_WORK_ITEM", by_rows)
+    monkeypatch.setattr("kuiper.layers.opencl_helpers.strided.ROWS_PER_WORK_ITEM", by_rows)
     x = rng.standard_normal((2, 37, 13, 19)).astype(np.float32)
     params = _params(mode, None, scale_factor=scale)
     (y,) = run_operator("nn.Upsample", [x], params=params, backend="opencl")
