@@ -72,22 +72,24 @@ def pack_weight(weight: np.ndarray, groups: int, params: dict) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(groups, blocks, width, k).transpose(0, 1, 3, 2))
 
 
-def padded_size(problem: ConvProblem, params: dict) -> tuple[int, int]:
-    """(HP, WP): the rows and columns of each padded input channel the kernel reads, the last
-    run of each row included (it computes `pix` pixels even where fewer are left)."""
-    _, oh, ow = problem.out
-    _, kh, kw = problem.kernel
-    runs = -(-ow // int(params["pix"]))
-    return ((oh - 1) * problem.stride[1] + (kh - 1) * problem.dilation[1] + 1,
-            (runs * int(params["pix"]) - 1) * problem.stride[2] + (kw - 1) * problem.dilation[2]
-            + 1)
+def runs_per_row(problem: ConvProblem, params: dict) -> int:
+    """Runs of `pix` pixels per output row (the last one may be short)."""
+    return -(-problem.out[2] // int(params["pix"]))
 
 
-def needs_padding(problem: ConvProblem, params: dict) -> bool:
-    """Whether the kernel reads a padded copy: zeros to add, or rows too short for whole runs."""
+def input_size(problem: ConvProblem, params: dict) -> tuple[int, int]:
+    """(rows, columns) of each input channel as the kernel reads it: the input's own (H, W), or
+    (HP, WP) of the padded copy when there are zeros to add or the rows are too short for the
+    last run of each row (it computes `pix` pixels even where fewer are left)."""
     _, h, w = problem.size
-    hp, wp = padded_size(problem, params)
-    return any(lo or hi for lo, hi in problem.pads[1:]) or hp > h or wp > w
+    _, oh, _ = problem.out
+    _, kh, kw = problem.kernel
+    hp = (oh - 1) * problem.stride[1] + (kh - 1) * problem.dilation[1] + 1
+    wp = ((runs_per_row(problem, params) * int(params["pix"]) - 1) * problem.stride[2]
+          + (kw - 1) * problem.dilation[2] + 1)
+    if any(lo or hi for lo, hi in problem.pads[1:]) or hp > h or wp > w:
+        return hp, wp
+    return h, w
 
 
 def tap_table(problem: ConvProblem, height: int, width: int) -> np.ndarray:
@@ -130,8 +132,8 @@ class Direct(ConvAlgorithm):
             rate *= STRIDE_1_FACTOR
         words = problem.n * (problem.c * int(np.prod(problem.size)) + problem.cout * problem.pixels)
         launches = 1
-        if needs_padding(problem, params):   # the padded copy, written and read again
-            hp, wp = padded_size(problem, params)
+        hp, wp = input_size(problem, params)
+        if (hp, wp) != tuple(problem.size[1:]):   # the padded copy, written and read again
             words += 2 * problem.n * problem.c * hp * wp
             launches = 2
         return roofline(device, 2.0 * problem.macs, 4.0 * words, launches,
@@ -170,7 +172,7 @@ class Direct(ConvAlgorithm):
             launches.append(Launch(pack, (width, k, p.groups * blocks)))
         _, h, w = p.size
         _, oh, ow = p.out
-        hp, wp = padded_size(p, params) if needs_padding(p, params) else (h, w)
+        hp, wp = input_size(p, params)
         x = buffer_of(ops.x)
         if (hp, wp) != (h, w):
             padded = layer.workspace((p.n * p.c * hp * wp,), np.float32)
@@ -182,7 +184,7 @@ class Direct(ConvAlgorithm):
             x = padded.data
         table = layer.upload(tap_table(p, hp, wp))
         keep_alive(layer, [packed, table])
-        runs = -(-ow // int(params["pix"]))
+        runs = runs_per_row(p, params)
         kernel = layer.kernel("conv_direct", options, stem=KERNEL_FILE)
         kernel.set_args(x, packed.data, table.data, buffer_of(ops.bias),
                         i32(ops.bias is not None), buffer_of(ops.residual), buffer_of(ops.y),

@@ -76,7 +76,8 @@ def geometry_args(problem: ConvProblem) -> list:
 class GemmAlgorithm(ConvAlgorithm):
     """Shared by the two GEMM algorithms: parameter sets ranked by the cost model."""
 
-    packs_b = False   # whether its gemm_blocked sets read B packed (im2col_gemm's)
+    packs_b = False   # whether its gemm_blocked sets read B packed (im2col_gemm's; the cost
+    #                   model's packed_b applies to those sets only)
 
     def im2col_bytes(self, problem: ConvProblem) -> float:
         return 0.0
@@ -86,8 +87,7 @@ class GemmAlgorithm(ConvAlgorithm):
         best = self.parameter_sets(problem, device)[0]
         extra = self.im2col_bytes(problem)
         return gemm_seconds(device, best, m, n, k, z, extra_bytes=extra,
-                            launches=1 + (extra > 0),
-                            packed_b=self.packs_b and packs_columns(best))
+                            launches=1 + (extra > 0), packed_b=self.packs_b)
 
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         m, n, k, z = gemm_shape(problem)

@@ -114,7 +114,7 @@ GEMV_EFFICIENCY = 0.25        # gemv.h: one float8 multiply-add per two loads
 def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
                  extra_bytes: float = 0.0, launches: int = 1, packed_b: bool = False) -> float:
     """Estimated seconds of C[z] (m x n) = A (m x k) @ B[z] (k x n) with `params`
-    (`packed_b`: B in gemm_blocked's strips)."""
+    (`packed_b`: B in gemm_blocked's strips; the other kernels' sets ignore it)."""
     if params["kernel"] == "gemv":  # every row reads the whole weight again: bound by memory
         flops = 2.0 * m * n * k * z
         bytes_moved = 4.0 * (m * n * k * z + m * k + m * n * z) + extra_bytes
@@ -133,11 +133,7 @@ def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1, trans_a:
     runs a linear layer's, TRANS_B; `packed_b`: im2col_gemm's column matrix on a CPU device,
     whose gemm_blocked sets read it packed)."""
     sets = gemm_parameter_sets(device) + gemv_parameter_sets(device, m, trans_a, trans_b)
-    def seconds(params: dict) -> float:
-        packed = packed_b and params["kernel"] == "gemm_blocked"
-        return gemm_seconds(device, params, m, n, k, z, packed_b=packed)
-
-    return sorted(sets, key=seconds)
+    return sorted(sets, key=lambda p: gemm_seconds(device, p, m, n, k, z, packed_b=packed_b))
 
 
 def best_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1) -> dict:
