@@ -127,6 +127,11 @@ class Winograd(ConvAlgorithm):
         if problem.kernel != (1, 3, 3):
             return (f"kernel {'x'.join(map(str, problem.kernel))}: the transforms are derived "
                     "for a 2-D 3x3 kernel")
+        if problem.size[0] != 1 or problem.out[0] != 1:
+            # a Conv3d with a 1x3x3 kernel: the tiles cover one plane (it read past the
+            # input's first plane and wrote only the output's first)
+            return (f"{problem.size[0]} input and {problem.out[0]} output depth planes: the "
+                    "tiles cover one plane (2-D and 1-D convolutions only)")
         if problem.stride != (1, 1, 1):
             return ("stride > 1: neighbouring output tiles would not share their input tiles, "
                     "the Winograd identity is for unit stride")

@@ -141,6 +141,29 @@ def test_1d_and_3d_convolutions(tmp_path, rng, name, case):
     run_forced(tmp_path, rng, name, case)
 
 
+# Conv3d with kernels of depth 1: 2-D kernels over several planes, or over one plane padded
+# in depth. An algorithm made for 2-D must refuse them (Winograd took them and returned
+# garbage), and whatever runs must be right.
+FLAT_KERNEL_3D = [
+    ((1, 4, 3, 6, 6), 16, (1, 3, 3), 1, (0, 1, 1), 1, 1, "zeros"),
+    ((1, 4, 1, 6, 6), 16, (1, 3, 3), 1, 1, 1, 1, "zeros"),          # depth padded: 3 planes
+    ((2, 4, 5, 6, 7), 16, (1, 3, 3), (2, 1, 1), 1, 1, 1, "zeros"),
+    ((1, 8, 3, 6, 6), 8, (1, 3, 3), 1, (0, 1, 1), 1, 8, "zeros"),   # depthwise
+    ((1, 4, 3, 6, 6), 16, 1, 1, (1, 0, 0), 1, 1, "zeros"),
+]
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("case", FLAT_KERNEL_3D, ids=str)
+def test_every_algorithm_refuses_or_computes_a_flat_3d_kernel(tmp_path, rng, name, case):
+    path, x, w, b = conv_model(tmp_path, case, rng)
+    with forced(name):
+        graph = kuiper.load(path, backend="opencl")
+    layer = conv_layer(graph)
+    assert layer.algorithm == name or layer.algorithm_reason != conv_select.FORCED
+    assert_close(graph(x), torch_conv(case, x, w, b))
+
+
 @pytest.mark.parametrize("name", ["im2col_gemm", "depthwise_direct"])
 def test_f_conv2d_with_the_weight_as_an_input(tmp_path, rng, name):
     """F.conv2d: no host weight at bind time (ConvOperands.weight_host is None)."""
