@@ -3,7 +3,7 @@
 1-D and 2-D pools bind `maxpool`, whose (planes, H, W) arguments lesson 10 of the course
 teaches; 3-D pools bind `maxpool3d`. Both run the same window walk (clkernels/maxpool.cl).
 On a CPU device, 1-D and 2-D pools without indices bind `maxpool_runs` instead: 8 outputs of a
-row per work-item, as one SIMD vector (ResNet-18's pool under PoCL: 1.6 ms to 0.44). `KERNEL`
+row per work-item, from vector loads (ResNet-18's pool under PoCL: 1.6 ms to 0.25). `KERNEL`
 forces one of the two for tests: "maxpool" (per output) or "maxpool_runs".
 """
 
@@ -19,6 +19,10 @@ from kuiper.opencl.runtime import is_cpu
 from kuiper.registry import register
 
 RUNS_WIDTH = 8  # outputs per work-item of maxpool_runs
+# The most inputs a run's windows may span (maxpool_runs keeps them in a private row, with
+# unrolled loops): wider windows take the per-output kernel.
+RUNS_SPAN_MAX = 64
+RUNS_GROUP = 64  # work-items per group of maxpool_runs
 
 # None: maxpool_runs where it can run on a CPU device, maxpool elsewhere. Tests force either.
 KERNEL: str | None = None
@@ -45,8 +49,13 @@ class MaxPool(OpenCLLayer, maxpool.MaxPool):
         self.launches = [Launch(kernel, (round_up(n, 64),))]
 
     def _runs_kernel(self) -> bool:
-        """maxpool_runs: 1-D/2-D, no indices, and a CPU device (or forced)."""
+        """maxpool_runs: 1-D/2-D, no indices, windows of a run spanning at most RUNS_SPAN_MAX
+        inputs, and a CPU device (or forced)."""
         if self.rank == 3 or self.with_indices or KERNEL == "maxpool":
+            return False
+        wx = self.windows[2]
+        span = (RUNS_WIDTH - 1) * wx.stride + (wx.kernel - 1) * wx.dilation + 1
+        if span > RUNS_SPAN_MAX:
             return False
         return KERNEL == "maxpool_runs" or is_cpu(self.runtime.device)
 
@@ -60,4 +69,5 @@ class MaxPool(OpenCLLayer, maxpool.MaxPool):
                         *(np.int32(v) for v in (planes, h, w, oh, ow, wy.kernel, wy.stride,
                                                 wy.pad, wx.pad, wy.dilation)))
         items = planes * oh * -(-ow // RUNS_WIDTH)
-        self.launches = [Launch(kernel, (round_up(items, 64),))] if items else []
+        self.launches = ([Launch(kernel, (round_up(items, RUNS_GROUP),), (RUNS_GROUP,))]
+                         if items else [])

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.errors import ShapeError
-from kuiper.layers.opencl_base import Launch
+from kuiper.layers.opencl_base import Launch, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.conv_algorithms import (
     ConvAlgorithm,
@@ -29,14 +29,18 @@ from kuiper.layers.opencl_helpers.conv_algorithms import (
 )
 from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
 from kuiper.layers.opencl_helpers.conv_launch import buffer_of
+from kuiper.opencl.runtime import compiles_to_native_cpu
 
 KERNEL_FILE = "conv_direct"
 VECTOR = 16                    # channels per float16
-# (pix, nv): pixels x vectors of 16 channels per work-item (pix: 4, 8, 12 or 16), the default
-# first: 4 x 2 (8 accumulators) was the fastest or within 10% of it on 25 of the 40 layers of
-# ResNet-18 and YOLOv5s under PoCL; 8 x 2 keeps 16 of the 32 AVX-512 registers, 12 x 2 24.
+# (pix, nv): pixels x vectors of 16 channels per work-item, the default first. The pix here is
+# a longest run: parameter_sets fits it to the output's rows (row_fitted), so a 7-pixel row is
+# one run of 7, not a run of 8 with one pixel thrown away (ResNet-18's 512-channel layers: 10%
+# faster). 4 x 2 (8 accumulators) was the fastest or within 10% of it on 25 of the 40 layers
+# of ResNet-18 and YOLOv5s under PoCL; 8 x 2 keeps 16 of the 32 AVX-512 registers, 12 x 2 24.
 PARAMETER_SETS = [{"pix": 4, "nv": 2}, {"pix": 8, "nv": 1}, {"pix": 8, "nv": 2},
                   {"pix": 16, "nv": 1}, {"pix": 12, "nv": 2}]
+MAX_PIX = 16                   # the kernel's longest run (its PIX_16 list)
 # The cost model's efficiency (conv_cost.py's CPU peak counts one FMA unit: the blocked GEMM's
 # 8x32 sets are at 1.15). Fitted to `kuiper tune` times under PoCL (2 cores) on ResNet-18's and
 # YOLOv5s's layers: about im2col_gemm's speed on stride-2 3x3 layers, faster on ResNet's 7x7
@@ -55,6 +59,18 @@ GPU_SECONDS = 1.0
 # padded copy weigh more than the multiply-adds: VGG's first layer (K = 27) took 6.3 ms against
 # im2col_gemm's 3.5.
 SHORT_K = 128
+# On PoCL's CPU devices each step also prefetches the weights PREFETCH_STEPS steps ahead: a layer's
+# packed weight is read once per run of the model, from main memory (ResNet-18's 512-channel
+# layers hold 9.4 MB each), and the hardware prefetcher alone left the loop waiting on it:
+# 1.3-1.5 ms per layer in the model against 0.75 with the weight in cache; 1.1 with prefetching.
+PREFETCH_STEPS = 16
+# Work-items per work-group at most: a group is whole output rows of one block of channels, so
+# that the block's weights, read by every run, stay in the core's cache while its runs use them.
+# (PoCL's own choice of group put some layers' blocks on one core: ResNet-18's 14 x 14 layers
+# took 1.6 ms instead of 0.8.)
+GROUP_ITEMS = 256
+# ... and at least this many groups per compute unit, so that no core idles on small layers.
+GROUPS_PER_UNIT = 2
 
 
 def lanes(params: dict) -> int:
@@ -70,6 +86,12 @@ def pack_weight(weight: np.ndarray, groups: int, params: dict) -> np.ndarray:
     w = np.zeros((groups, blocks * width, k), np.float32)
     w[:, :m] = weight.reshape(groups, m, k)
     return np.ascontiguousarray(w.reshape(groups, blocks, width, k).transpose(0, 1, 3, 2))
+
+
+def row_fitted(pix: int, width: int) -> int:
+    """The shortest run that covers a row of `width` pixels in as many runs as `pix` does: the
+    row's pixels shared out evenly (a row of 14 in runs of up to 8: two runs of 7)."""
+    return -(-width // -(-width // pix))
 
 
 def runs_per_row(problem: ConvProblem, params: dict) -> int:
@@ -90,6 +112,17 @@ def input_size(problem: ConvProblem, params: dict) -> tuple[int, int]:
     if any(lo or hi for lo, hi in problem.pads[1:]) or hp > h or wp > w:
         return hp, wp
     return h, w
+
+
+def work_group(rows: int, runs: int, others: int, units: int) -> int:
+    """Work-items per group along the (row, run) axis: whole rows, at most GROUP_ITEMS items,
+    and rows split further while fewer than GROUPS_PER_UNIT groups per compute unit would run
+    (`others`: the blocks x images x groups that make groups of their own)."""
+    per_group = max(1, min(rows, GROUP_ITEMS // runs))
+    wanted = GROUPS_PER_UNIT * units
+    if -(-rows // per_group) * others < wanted:
+        per_group = max(1, -(-rows // -(-wanted // others)))
+    return per_group * runs
 
 
 def tap_table(problem: ConvProblem, height: int, width: int) -> np.ndarray:
@@ -143,15 +176,17 @@ class Direct(ConvAlgorithm):
         # a GPU gets the default only: the kernel is not made for it, and `kuiper tune` would
         # spend its time on five slow variants per layer
         sets = PARAMETER_SETS if device_rates(device).is_cpu else PARAMETER_SETS[:1]
-        return [dict(p) for p in sets]
+        fitted = [{"pix": row_fitted(p["pix"], problem.out[2]), "nv": p["nv"]} for p in sets]
+        return [p for i, p in enumerate(fitted) if p not in fitted[:i]]
 
     def bind(self, layer, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
         why = self.unsupported(problem, None)
         if why is not None:
             raise ShapeError(layer.name, layer.type, f"{self.name}: {why}")
-        if {"pix": int(params.get("pix", 0)), "nv": int(params.get("nv", 0))} not in PARAMETER_SETS:
+        if (set(params) != {"pix", "nv"} or params["nv"] not in (1, 2)
+                or params["pix"] not in range(1, MAX_PIX + 1)):
             raise ShapeError(layer.name, layer.type, f"{self.name}: block {params}; expected "
-                             f"one of {PARAMETER_SETS}")
+                             f"pix from 1 to {MAX_PIX} pixels and nv 1 or 2 vectors")
         p = problem
         m, width = p.cout_g, lanes(params)
         blocks, k = -(-m // width), p.cin_g * p.taps
@@ -161,6 +196,9 @@ class Direct(ConvAlgorithm):
                     ("DH", p.dilation[1]), ("DW", p.dilation[2]), ("PIX", params["pix"]),
                     ("NV", params["nv"]))]
         options += ops.epilogue.opencl_options() if ops.epilogue else []
+        device = layer.runtime.device
+        if compiles_to_native_cpu(device):
+            options.append(f"-DPREFETCH_STEPS={PREFETCH_STEPS}")
         i32 = np.int32
         launches = []
         if ops.weight_host is not None:
@@ -190,5 +228,7 @@ class Direct(ConvAlgorithm):
                         i32(ops.bias is not None), buffer_of(ops.residual), buffer_of(ops.y),
                         i32(p.c), i32(hp), i32(wp), i32(p.cout), i32(m), i32(k), i32(oh),
                         i32(ow), i32(p.groups), i32(runs), i32(blocks))
-        launches.append(Launch(kernel, (oh * runs, blocks, p.n * p.groups)))
+        local = work_group(oh, runs, blocks * p.n * p.groups, device.max_compute_units)
+        launches.append(Launch(kernel, (round_up(oh * runs, local), blocks, p.n * p.groups),
+                               (local, 1, 1)))
         return launches

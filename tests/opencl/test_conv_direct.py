@@ -15,7 +15,7 @@ import torch.nn as nn
 
 from kuiper.errors import KuiperError
 from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvProblem
-from kuiper.layers.opencl_helpers.conv_direct import PARAMETER_SETS, pack_weight
+from kuiper.layers.opencl_helpers.conv_direct import PARAMETER_SETS, pack_weight, row_fitted
 from kuiper.tools.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, run_forced, torch_conv
@@ -52,15 +52,33 @@ def test_direct_forced_matches_torch(rng, case):
     assert_close(y, torch_conv(case, x, w, b))
 
 
-@pytest.mark.parametrize("params", PARAMETER_SETS, ids=lambda p: f"{p['pix']}x{p['nv']}")
+# the listed sets, and runs of other lengths as row_fitted makes them (1, 5, 7, 13 pixels)
+EVERY_SET = PARAMETER_SETS + [{"pix": 7, "nv": 2}, {"pix": 13, "nv": 1}, {"pix": 5, "nv": 2},
+                              {"pix": 1, "nv": 1}]
+
+
+@pytest.mark.parametrize("params", EVERY_SET, ids=lambda p: f"{p['pix']}x{p['nv']}")
 @pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[4]], ids=str)
 def test_direct_every_parameter_set(rng, case, params):
-    """Each block shape `kuiper tune` may pick: runs of 4-16 pixels and 16 or 32 channels,
+    """Each block shape `kuiper tune` may pick: runs of 1-16 pixels and 16 or 32 channels,
     against rows of 15, 11 and 13 pixels and 17, 33 and 6 channels per group."""
     x, w, b = case.tensors(rng)
     y, layer = run_forced(case, x, w, b, NAME, params=params)
     assert layer.algorithm_params == params
     assert_close(y, torch_conv(case, x, w, b), what=f"parameters {params}")
+
+
+@pytest.mark.parametrize("width,pix,fitted", [(7, 8, 7), (14, 8, 7), (56, 8, 8), (13, 4, 4),
+                                              (15, 16, 15), (20, 12, 10), (1, 4, 1)])
+def test_runs_are_fitted_to_the_rows(width, pix, fitted):
+    """A run as short as covers the row in as many runs: no pixel computed and dropped where
+    the row divides evenly, never a longer run (more accumulators) than the set asks for."""
+    assert row_fitted(pix, width) == fitted
+    runs = -(-width // pix)
+    assert -(-width // fitted) == runs and fitted <= pix and runs * fitted - width < runs
+    problem = make_problem((1, 8, 9, width), (16, 8, 3, 3), padding=1)
+    sets = ALGORITHMS[NAME].parameter_sets(problem, None)
+    assert {"pix": row_fitted(4, width), "nv": 2} == sets[0]
 
 
 def test_direct_parameter_sets_survive_the_tuning_cache():

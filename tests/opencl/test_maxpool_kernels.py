@@ -26,7 +26,8 @@ CASES = [((1, 8, 112, 112), 3, 2, 1, 1, False),       # ResNet's stem pool, 8 pl
          ((1, 5, 9, 40), (2, 3), (1, 3), (1, 0), 1, True),
          ((1, 2, 17, 33), 3, 2, 0, (1, 2), True),      # dilated columns
          ((3, 4, 7, 7), 2, 2, 0, 1, False),            # rows shorter than a run
-         ((1, 6, 20, 64), 5, 3, 2, 1, False)]
+         ((1, 6, 20, 64), 5, 3, 2, 1, False),
+         ((1, 3, 4, 90), (2, 9), (1, 1), (1, 4), (1, 7), False)]   # a run spanning 64 inputs
 
 
 def ids(case) -> str:
@@ -84,3 +85,27 @@ def test_the_runs_kernel_is_the_cpu_default_and_indices_keep_the_walk(tmp_path):
             device = layer.runtime.device
     assert kernels[True] == "maxpool"
     assert kernels[False] == ("maxpool_runs" if is_cpu(device) else "maxpool")
+
+
+@pytest.mark.parametrize("kernel", [9, 10])
+def test_runs_wider_than_the_span_limit_take_the_per_output_kernel(monkeypatch, rng, tmp_path,
+                                                                   kernel):
+    """maxpool_runs keeps a run's columns in a private row of RUNS_SPAN_MAX values at most:
+    windows of 9 columns dilated by 7 span exactly 64 for 8 outputs and may run there, 10 do
+    not, and the layer binds the per-output kernel even when the runs kernel is forced."""
+    import kuiper
+    from kuiper.tools.testing import write_operator_model
+
+    monkeypatch.setattr(maxpool, "KERNEL", "maxpool_runs")
+    x = rng.standard_normal((1, 2, 3, 90)).astype(np.float32)
+    params = {"kernel_size": [1, kernel], "stride": [1, 1], "padding": [0, 0],
+              "dilation": [1, 7], "ceil_mode": False, "return_indices": False}
+    path = write_operator_model(tmp_path, "nn.MaxPool2d", [x], params=params)
+    with kuiper.load(path, backend="opencl") as graph:
+        layer = next(op.layer for op in graph.order if op.type == "nn.MaxPool2d")
+        name = layer.launches[0].kernel.function_name
+        (y,) = graph.forward(x)
+    span = 7 + (kernel - 1) * 7 + 1
+    assert name == ("maxpool_runs" if span <= maxpool.RUNS_SPAN_MAX else "maxpool")
+    ref = F.max_pool2d(torch.from_numpy(x), (1, kernel), 1, 0, (1, 7))
+    assert_close(y, ref.numpy())
