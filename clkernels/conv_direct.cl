@@ -124,11 +124,11 @@ inline void store_channels(__global float *y, const float16 sum, __global const 
 #define FMA(p, value) acc0_##p += (float16)(value) * w0;
 #define LOAD_WEIGHTS const float16 w0 = wk[k]
 #endif
-// PREFETCH_STEPS (CPU devices): ask for the weights that many steps ahead. The packed weight
-// is read once per run of the model, from main memory, and the loop waited on it (ResNet-18's
-// 512-channel layers: 1.3-1.5 ms, 1.1 with this). __builtin_prefetch is Clang's (OpenCL's
-// `prefetch()` made no difference under PoCL). A prefetch never faults; the loop still clamps
-// the step to the last one, with a conditional: PoCL's min() is a call, and cost 2x here.
+// PREFETCH_STEPS (PoCL's CPU devices): ask for the weights that many steps ahead: they come
+// from main memory (layers/opencl_helpers/conv_launch.py has the measurements).
+// __builtin_prefetch is Clang's (OpenCL's `prefetch()` made no difference under PoCL). A
+// prefetch never faults; the loop still clamps the step to the last one, with a conditional:
+// PoCL's min() is a call, and cost 2x here.
 #ifdef PREFETCH_STEPS
 #define PREFETCH_LINE(p) __builtin_prefetch((__global const char *)(p))
 #if NV == 2

@@ -192,6 +192,14 @@ __kernel void winograd_gemm(__global const float *u, __global const float *v,
         for (int j = 0; j < BN; ++j)
             acc[i][j] = (floatm)(0.0f);
     for (int k = 0; k < C; ++k) {
+#ifdef PREFETCH_STEPS   // PoCL: U's rows PREFETCH_STEPS ahead (conv_launch.py says why)
+        {
+            const int ahead = k + PREFETCH_STEPS < C ? k + PREFETCH_STEPS : k;
+#pragma unroll
+            for (int i = 0; i < NV; ++i)
+                __builtin_prefetch((__global const char *)(a + ahead * COUT_PAD + i * VW));
+        }
+#endif
         floatm av[NV];
 #pragma unroll
         for (int i = 0; i < NV; ++i)

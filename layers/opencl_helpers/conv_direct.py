@@ -28,8 +28,7 @@ from kuiper.layers.opencl_helpers.conv_algorithms import (
     register_algorithm,
 )
 from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
-from kuiper.layers.opencl_helpers.conv_launch import buffer_of
-from kuiper.opencl.runtime import compiles_to_native_cpu
+from kuiper.layers.opencl_helpers.conv_launch import buffer_of, prefetch_options
 
 KERNEL_FILE = "conv_direct"
 VECTOR = 16                    # channels per float16
@@ -59,11 +58,6 @@ GPU_SECONDS = 1.0
 # padded copy weigh more than the multiply-adds: VGG's first layer (K = 27) took 6.3 ms against
 # im2col_gemm's 3.5.
 SHORT_K = 128
-# On PoCL's CPU devices each step also prefetches the weights PREFETCH_STEPS steps ahead: a layer's
-# packed weight is read once per run of the model, from main memory (ResNet-18's 512-channel
-# layers hold 9.4 MB each), and the hardware prefetcher alone left the loop waiting on it:
-# 1.3-1.5 ms per layer in the model against 0.75 with the weight in cache; 1.1 with prefetching.
-PREFETCH_STEPS = 16
 # Work-items per work-group at most: a group is whole output rows of one block of channels, so
 # that the block's weights, read by every run, stay in the core's cache while its runs use them.
 # (PoCL's own choice of group put some layers' blocks on one core: ResNet-18's 14 x 14 layers
@@ -197,8 +191,7 @@ class Direct(ConvAlgorithm):
                     ("NV", params["nv"]))]
         options += ops.epilogue.opencl_options() if ops.epilogue else []
         device = layer.runtime.device
-        if compiles_to_native_cpu(device):
-            options.append(f"-DPREFETCH_STEPS={PREFETCH_STEPS}")
+        options += prefetch_options(device)   # the weights, ahead (conv_launch.py says why)
         i32 = np.int32
         launches = []
         if ops.weight_host is not None:

@@ -58,7 +58,7 @@ from kuiper.layers.opencl_helpers.conv_algorithms import (
     register_algorithm,
 )
 from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
-from kuiper.layers.opencl_helpers.conv_launch import buffer_of, grouped_launch
+from kuiper.layers.opencl_helpers.conv_launch import buffer_of, grouped_launch, prefetch_options
 
 KERNEL_FILE = "conv_winograd"
 BM_CHOICES = (4, 8, 16, 32)   # output channels per GEMM work-item (32: two float16)
@@ -236,8 +236,8 @@ class Winograd(ConvAlgorithm):
                         i32(pad_left), i32(tiles_h), i32(tiles_w), i32(tiles), i32(nt_pad))
         launches.append(grouped_launch(kernel, (c * tiles,), TRANSFORM_LOCAL))
 
-        kernel = layer.kernel("winograd_gemm", common + [f"-DBM={bm}", f"-DBN={bn}"],
-                              stem=KERNEL_FILE)
+        options = common + prefetch_options(layer.runtime.device) + [f"-DBM={bm}", f"-DBN={bn}"]
+        kernel = layer.kernel("winograd_gemm", options, stem=KERNEL_FILE)
         kernel.set_args(u_buf, v.data, products.data, i32(cout_pad), i32(c), i32(nt_pad))
         launches.append(grouped_launch(kernel, (cout_pad // bm, nt_pad // bn, alpha2),
                                 params.get("local")))
