@@ -32,23 +32,27 @@ from kuiper.layers.opencl_helpers.conv_launch import buffer_of, prefetch_options
 
 KERNEL_FILE = "conv_direct"
 VECTOR = 16                    # channels per float16
-# (pix, nv): pixels x vectors of 16 channels per work-item, the default first. The pix here is
-# a longest run: parameter_sets fits it to the output's rows (row_fitted), so a 7-pixel row is
-# one run of 7, not a run of 8 with one pixel thrown away (ResNet-18's 512-channel layers: 10%
-# faster). 4 x 2 (8 accumulators) was the fastest or within 10% of it on 25 of the 40 layers
-# of ResNet-18 and YOLOv5s under PoCL; 8 x 2 keeps 16 of the 32 AVX-512 registers, 12 x 2 24.
-PARAMETER_SETS = [{"pix": 4, "nv": 2}, {"pix": 8, "nv": 1}, {"pix": 8, "nv": 2},
-                  {"pix": 16, "nv": 1}, {"pix": 12, "nv": 2}]
+# (pix, nv): pixels x vectors of 16 channels per work-item. The pix here is a longest run:
+# parameter_sets fits it to the output's rows (row_fitted), so a 7-pixel row is one run of 7,
+# not a run of 8 with one pixel thrown away (ResNet-18's 512-channel layers: 10% faster).
+# 8 x 2 keeps 16 of the 32 AVX-512 registers, 10 x 2 20, 12 x 2 24. The default (default_set)
+# is 8 x 2, or 10 x 2 where that wastes fewer pixels at the rows' ends: under PoCL, with the
+# weights prefetched and whole blocks stored at once, the longer runs load the weights less
+# often per multiply-add, and 8 x 2 was the fastest or within 10% of it on 31 of the 40
+# layers of ResNet-18 and YOLOv5s; on 20-pixel rows (3 runs of 7) 10 x 2 was 1.35-1.8x faster.
+PARAMETER_SETS = [{"pix": 8, "nv": 2}, {"pix": 10, "nv": 2}, {"pix": 4, "nv": 2},
+                  {"pix": 8, "nv": 1}, {"pix": 16, "nv": 1}, {"pix": 12, "nv": 2}]
 MAX_PIX = 16                   # the kernel's longest run (its PIX_16 list)
 # The cost model's efficiency (conv_cost.py's CPU peak counts one FMA unit: the blocked GEMM's
 # 8x32 sets are at 1.15). Fitted to `kuiper tune` times under PoCL (2 cores) on ResNet-18's and
-# YOLOv5s's layers: about im2col_gemm's speed on stride-2 3x3 layers, faster on ResNet's 7x7
-# stem (1.1 ms against 1.7) and its 512-channel layers on 7x7 images (0.92 against 1.17);
-# slower than Winograd on most stride-1 3x3 layers (STRIDE_1_FACTOR), and 2-3x slower than
-# gemm_1x1 on 1x1 kernels (ONE_TAP_FACTOR: K too short to pay for the padded copy and a scalar
-# store per output).
+# YOLOv5s's layers, for the default set: within 25% of the measured time on their stride-2
+# 3x3 layers and ResNet's 7x7 stem (faster than im2col_gemm there); stride-1 3x3 layers came
+# out 1.1-2.2x faster than that estimate, and STRIDE_1_FACTOR keeps them just behind Winograd
+# F(4x4) on 56 x 56 images (0.82 ms against 0.70) but ahead of im2col_gemm on ResNet's 7 x 7
+# stage-4 images (0.94 against 1.20). On 1x1 kernels it ran 1.1-1.5x slower than gemm_1x1,
+# which ONE_TAP_FACTOR keeps in front (a padded copy is not needed, but K is short).
 CPU_EFFICIENCY = 1.5
-STRIDE_1_FACTOR, ONE_TAP_FACTOR = 0.6, 0.25
+STRIDE_1_FACTOR, ONE_TAP_FACTOR = 0.8, 0.25
 # On a GPU the channel-major stores and broadcast loads are uncoalesced and a work-item's 16
 # accumulators are 256 registers: the cost model never picks it there (a low efficiency was not
 # enough: on small layers the launch overhead dominates every estimate), though tests and
@@ -88,6 +92,15 @@ def row_fitted(pix: int, width: int) -> int:
     return -(-width // -(-width // pix))
 
 
+def default_set(width: int) -> dict:
+    """8 x 2 fitted to rows of `width` pixels, or 10 x 2 where that wastes fewer pixels."""
+    def waste(pix: int) -> int:
+        fitted = row_fitted(pix, width)
+        return -(-width // fitted) * fitted - width
+    pix = 10 if waste(10) < waste(8) else 8
+    return {"pix": row_fitted(pix, width), "nv": 2}
+
+
 def runs_per_row(problem: ConvProblem, params: dict) -> int:
     """Runs of `pix` pixels per output row (the last one may be short)."""
     return -(-problem.out[2] // int(params["pix"]))
@@ -108,11 +121,15 @@ def input_size(problem: ConvProblem, params: dict) -> tuple[int, int]:
     return h, w
 
 
-def work_group(rows: int, runs: int, others: int, units: int) -> int:
-    """Work-items per group along the (row, run) axis: whole rows, at most GROUP_ITEMS items,
-    and rows split further while fewer than GROUPS_PER_UNIT groups per compute unit would run
-    (`others`: the blocks x images x groups that make groups of their own)."""
-    per_group = max(1, min(rows, GROUP_ITEMS // runs))
+def work_group(rows: int, runs: int, others: int, units: int, limit: int = GROUP_ITEMS) -> int:
+    """Work-items per group along the (row, run) axis: whole rows, at most `limit` items
+    (GROUP_ITEMS, or less where the kernel allows less), and rows split further while fewer
+    than GROUPS_PER_UNIT groups per compute unit would run (`others`: the blocks x images x
+    groups that make groups of their own). A row of more than `limit` runs is cut anywhere:
+    the kernel finds its run from the global index."""
+    if runs > limit:
+        return limit
+    per_group = max(1, min(rows, limit // runs))
     wanted = GROUPS_PER_UNIT * units
     if -(-rows // per_group) * others < wanted:
         per_group = max(1, -(-rows // -(-wanted // others)))
@@ -169,9 +186,11 @@ class Direct(ConvAlgorithm):
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         # a GPU gets the default only: the kernel is not made for it, and `kuiper tune` would
         # spend its time on five slow variants per layer
-        sets = PARAMETER_SETS if device_rates(device).is_cpu else PARAMETER_SETS[:1]
-        fitted = [{"pix": row_fitted(p["pix"], problem.out[2]), "nv": p["nv"]} for p in sets]
-        return [p for i, p in enumerate(fitted) if p not in fitted[:i]]
+        width = problem.out[2]
+        sets = [default_set(width)]
+        if device_rates(device).is_cpu:
+            sets += [{"pix": row_fitted(p["pix"], width), "nv": p["nv"]} for p in PARAMETER_SETS]
+        return [p for i, p in enumerate(sets) if p not in sets[:i]]
 
     def bind(self, layer, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
         why = self.unsupported(problem, None)
@@ -221,7 +240,10 @@ class Direct(ConvAlgorithm):
                         i32(ops.bias is not None), buffer_of(ops.residual), buffer_of(ops.y),
                         i32(p.c), i32(hp), i32(wp), i32(p.cout), i32(m), i32(k), i32(oh),
                         i32(ow), i32(p.groups), i32(runs), i32(blocks))
-        local = work_group(oh, runs, blocks * p.n * p.groups, device.max_compute_units)
+        cl = layer.runtime.cl
+        limit = min(GROUP_ITEMS, kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        local = work_group(oh, runs, blocks * p.n * p.groups, device.max_compute_units, limit)
         launches.append(Launch(kernel, (round_up(oh * runs, local), blocks, p.n * p.groups),
                                (local, 1, 1)))
         return launches

@@ -15,7 +15,15 @@ import torch.nn as nn
 
 from kuiper.errors import KuiperError
 from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvProblem
-from kuiper.layers.opencl_helpers.conv_direct import PARAMETER_SETS, pack_weight, row_fitted
+from kuiper.layers.opencl_helpers.conv_direct import (
+    GROUP_ITEMS,
+    GROUPS_PER_UNIT,
+    PARAMETER_SETS,
+    default_set,
+    pack_weight,
+    row_fitted,
+    work_group,
+)
 from kuiper.tools.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, run_forced, torch_conv
@@ -78,7 +86,41 @@ def test_runs_are_fitted_to_the_rows(width, pix, fitted):
     assert -(-width // fitted) == runs and fitted <= pix and runs * fitted - width < runs
     problem = make_problem((1, 8, 9, width), (16, 8, 3, 3), padding=1)
     sets = ALGORITHMS[NAME].parameter_sets(problem, None)
-    assert {"pix": row_fitted(4, width), "nv": 2} == sets[0]
+    assert sets[0] == default_set(width)
+
+
+@pytest.mark.parametrize("width,pix", [(7, 7), (14, 7), (20, 10), (28, 7), (40, 8), (56, 8),
+                                       (112, 8), (3, 3)])
+def test_the_default_run_is_8_or_10_pixels_whichever_wastes_less(width, pix):
+    """8 x 2 fitted to the rows, 10 x 2 only where it leaves fewer pixels unused at the rows'
+    ends (20: two runs of 10 rather than three of 7)."""
+    assert default_set(width) == {"pix": pix, "nv": 2}
+
+
+@pytest.mark.parametrize("rows,runs,others,units,limit", [
+    (7, 1, 16, 2, GROUP_ITEMS),        # ResNet-18's stage 4: a group per block, all 7 rows
+    (14, 2, 8, 2, GROUP_ITEMS),        # stage 3
+    (112, 7, 2, 2, GROUP_ITEMS),       # the stem: 256 items at most, whole rows
+    (56, 7, 1, 2, GROUP_ITEMS),        # one block: rows split so that each core gets groups
+    (1, 1, 1, 64, GROUP_ITEMS),        # nothing to split
+    (30, 7, 4, 132, 64),               # a kernel that allows 64 work-items per group
+])
+def test_work_groups_are_whole_rows_and_keep_every_core_busy(rows, runs, others, units, limit):
+    local = work_group(rows, runs, others, units, limit)
+    assert local % runs == 0 and local // runs <= rows and local <= limit
+    groups = -(-rows // (local // runs)) * others
+    assert groups >= min(GROUPS_PER_UNIT * units, rows * others)
+
+
+def test_rows_longer_than_a_group_are_cut_anywhere(rng):
+    """A Conv1d of 9000 outputs in runs of 4: 2250 runs in its one row, more than a group
+    holds (and more than a GPU allows): groups of GROUP_ITEMS runs, the last one partial."""
+    assert work_group(1, 2250, 1, 2) == GROUP_ITEMS
+    case = ConvCase((1, 3, 9000), 16, (3,), (1,), (1,))
+    x, w, b = case.tensors(rng)
+    y, layer = run_forced(case, x, w, b, NAME, params={"pix": 4, "nv": 2})
+    assert layer.launches[-1].local_size[0] <= GROUP_ITEMS
+    assert_close(y, torch_conv(case, x, w, b))
 
 
 def test_direct_parameter_sets_survive_the_tuning_cache():
