@@ -20,6 +20,9 @@ Four things the OpenCL executor asks of this module, once per input shape:
    (`probing`), which the executor releases right after that bind (`release`); once every
    layer has bound, one scratch as large as the largest step's need is allocated and the
    layers that asked are bound again into it. At no time are two scratches alive at once.
+   With greedy_in_order (GPUs) the scratch is pooled instead, for the same reason as the
+   tensors: a buffer per request index (a step's first workspace, its second ...), as large as
+   the largest request of that index, each handed out whole, with no sub-buffer.
 
 4. `in_place_outputs`: an elementwise step (a kernel that reads x[i] and writes y[i], nothing
    else: IN_PLACE_STEMS) whose input nobody reads afterwards writes its output over that input;
@@ -179,6 +182,9 @@ class Workspaces:
     runtime: Any
     alignment: int
     naive: bool = False
+    # True: a pooled scratch, a whole buffer per request index (see the module's 3.), for
+    # drivers on which sub-buffers slow every launch down (NVIDIA's: greedy_in_order)
+    pooled: bool = False
     buffer: Any = None  # the shared scratch, once `allocate` has sized it
     step: int = -1
     used: int = 0
@@ -186,12 +192,14 @@ class Workspaces:
     probing: set[int] = field(default_factory=set)       # steps bound to buffers of their own
     handed: list = field(default_factory=list)           # those buffers, to release
     subs: list = field(default_factory=list)             # sub-buffers of `buffer` handed out
+    requests: dict[int, list[int]] = field(default_factory=dict)  # pooled: step -> sizes
+    slots: list = field(default_factory=list)            # pooled: a buffer per request index
 
     def free(self) -> None:
         """Release the scratch's sub-buffers, then the scratch (see DeviceMemory.release)."""
         release_children_first(self.runtime, self.subs,
-                               [self.buffer] if self.buffer is not None else [])
-        self.subs, self.buffer = [], None
+                               ([self.buffer] if self.buffer is not None else []) + self.slots)
+        self.subs, self.buffer, self.slots = [], None, []
 
     def __del__(self) -> None:
         try:
@@ -207,6 +215,7 @@ class Workspaces:
         """The layer of `step` is about to bind: its workspaces start again at byte 0."""
         self.step, self.used = step, 0
         self.needs.pop(step, None)
+        self.requests.pop(step, None)
         self.probing.discard(step)
 
     def take(self, shape, dtype):
@@ -218,6 +227,8 @@ class Workspaces:
         if nbytes == 0 or self.naive:
             self.needs[self.step] = self.needs.get(self.step, 0) + nbytes
             return self.runtime.empty(tuple(shape), dtype)
+        if self.pooled:
+            return self._take_pooled(tuple(shape), dtype, nbytes)
         offset = align_up(self.used, self.alignment)
         self.used = offset + nbytes
         self.needs[self.step] = self.used
@@ -232,6 +243,23 @@ class Workspaces:
             self.subs.append(data)
         return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data), self)
 
+    def _take_pooled(self, shape, dtype, nbytes: int):
+        """The step's next request index gets that index's whole buffer (or, before the
+        buffers are sized, a buffer of its own for now, as `take` does)."""
+        import pyopencl.array as cla
+
+        sizes = self.requests.setdefault(self.step, [])
+        index = len(sizes)
+        sizes.append(nbytes)
+        self.needs[self.step] = sum(sizes)
+        if index >= len(self.slots) or self.slots[index].size < nbytes:
+            self.probing.add(self.step)
+            array = self.runtime.empty(shape, dtype)
+            self.handed.append(array)
+            return array
+        return _on_block(cla.Array(self.runtime.queue, shape, dtype, data=self.slots[index]),
+                         self)
+
     def release(self, layer) -> None:
         """Drop what the layer of a probing step holds of its own buffers (its launches, kept
         arrays and attributes such as `cols`): it is bound again before anything runs."""
@@ -243,16 +271,30 @@ class Workspaces:
         self.handed = []
 
     def allocate(self) -> None:
-        """One scratch for the largest step's need (the probing buffers are gone by now)."""
+        """One scratch for the largest step's need (the probing buffers are gone by now);
+        pooled, a buffer per request index for the largest request of that index."""
+        if self.naive:
+            return
+        if self.pooled:
+            sizes = [max(s[i] for s in self.requests.values() if len(s) > i)
+                     for i in range(max(map(len, self.requests.values()), default=0))]
+            if len(sizes) > len(self.slots) or any(
+                    size > slot.size for size, slot in zip(sizes, self.slots)):
+                self.free()
+                self.slots = [self.runtime.buffer(size) for size in sizes]
+            return
         need = max(self.needs.values(), default=0)
-        if not self.naive and need > self.capacity:
+        if need > self.capacity:
             self.free()  # the old scratch (and its sub-buffers) before the new one
             self.buffer = self.runtime.buffer(need)
 
     @property
     def total(self) -> int:
-        """Bytes of workspace held: the shared scratch, or the sum of the naive buffers."""
-        return sum(self.needs.values()) if self.naive else self.capacity
+        """Bytes of workspace held: the shared scratch (pooled: its buffers), or the sum of
+        the naive buffers."""
+        if self.naive:
+            return sum(self.needs.values())
+        return sum(slot.size for slot in self.slots) if self.pooled else self.capacity
 
 
 # Kernels that read x[i] and then write y[i] at the same index, and nothing else: their output

@@ -38,11 +38,15 @@ def memory_document(graph) -> dict:
         p = plan(tensors, name, alignment)
         plans.append({"strategy": name, "bytes": p.total, "blocks": len(p.block_sizes),
                       "ratio": p.total / bound if bound else 1.0})
-    needs = dict(getattr(getattr(executor, "workspaces", None), "needs", {}) or {})
+    workspaces = getattr(executor, "workspaces", None)
+    needs = dict(getattr(workspaces, "needs", {}) or {})
+    pooled = bool(getattr(workspaces, "pooled", False)) and not workspaces.naive
     return {"tensors": len(tensors), "alignment": alignment, "lower_bound": bound,
             "strategies": plans, "in_use": strategy_in_use(executor),
-            "workspace": {"naive": sum(needs.values()), "shared": max(needs.values(),
-                                                                      default=0),
+            "workspace": {"naive": sum(needs.values()),
+                          "shared": workspaces.total if pooled else max(needs.values(),
+                                                                         default=0),
+                          "pooled": pooled,
                           "layers": sum(1 for n in needs.values() if n)}}
 
 
@@ -64,7 +68,9 @@ def memory_table(graph) -> str:
     if ws["layers"]:
         lines.append(f"workspace (layers' scratch, e.g. im2col columns, {ws['layers']} "
                      f"layers): {short_bytes(ws['naive'])} as a buffer each, "
-                     f"{short_bytes(ws['shared'])} shared (one scratch buffer)")
+                     f"{short_bytes(ws['shared'])} shared ("
+                     + ("a buffer per request index, no sub-buffers)" if ws["pooled"]
+                        else "one scratch buffer)"))
     elif graph.backend != "opencl":
         arena = getattr(graph.executor, "arena", None)
         if arena is not None and arena.outs:

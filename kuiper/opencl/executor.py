@@ -248,6 +248,8 @@ class OpenCLExecutor:
         self.memory_strategy = "naive"
         # several operators at once on an out-of-order queue: no shared scratch either
         self.workspaces.naive = self.memory == "naive" or rt.out_of_order
+        # no sub-buffers for the tensors (greedy_in_order), none for the scratch either
+        self.workspaces.pooled = self.memory == "greedy_in_order"
         if any(dynamic is not None for _, dynamic in todo):
             return None  # host steps read device operands later than the order says
         # a no-op's or a fused operator's output is another operand: a view that owns no bytes

@@ -191,6 +191,33 @@ def test_workspaces_share_one_scratch_buffer(mixed):
         np.testing.assert_array_equal(a, b)
 
 
+def test_pooled_workspaces_hand_out_whole_buffers(mixed):
+    """With greedy_in_order (a GPU's default: NVIDIA's launches slow down with every
+    sub-buffer of a buffer they use) the scratch is a buffer per request index, as large as
+    the largest request of that index, each handed out whole: no sub-buffer at all."""
+    from kuiper.layers.opencl_helpers.conv_algorithms import forced
+
+    path, x, _ = mixed
+    with forced("winograd_f2x2"):   # two workspaces per layer (V and the products)
+        pooled, naive = load(path, "greedy_in_order"), load(path, "naive")
+    ws = pooled.executor.workspaces
+    assert ws.pooled and ws.subs == [] and ws.buffer is None
+    requests = [sizes for sizes in ws.requests.values() if sizes]
+    assert len(requests) >= 2 and max(map(len, requests)) == len(ws.slots) >= 2
+    for index, slot in enumerate(ws.slots):
+        assert slot.size == max(sizes[index] for sizes in requests if len(sizes) > index)
+    assert ws.total == sum(slot.size for slot in ws.slots)
+    assert ws.probing == set() and ws.handed == []
+    slots = {slot.int_ptr for slot in ws.slots}
+    scratch = [array for _, layer in pooled.executor.steps
+               for array in getattr(layer, "bound_arrays", [])
+               if getattr(array, "kuiper_block", None) is ws]
+    assert len(scratch) >= 2 * len(requests)
+    assert all(array.data.int_ptr in slots for array in scratch)   # whole buffers
+    for a, b in zip(pooled.forward(x), naive.forward(x)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_the_runtime_counter_measures_the_saving(mixed):
     path, x, _ = mixed
     peaks = {}
