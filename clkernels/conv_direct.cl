@@ -107,6 +107,7 @@ inline void store_channels(__global float *y, const float16 sum, __global const 
 #if PIX < 1 || PIX > 16
 #error "PIX must be 1 to 16"
 #endif
+// (two steps: PIX_LIST_OF expands PIX to its number before PIX_LIST pastes it to PIX_)
 #define PIX_LIST(n) PIX_##n
 #define PIX_LIST_OF(n) PIX_LIST(n)
 #define FOR_PIX PIX_LIST_OF(PIX)
@@ -191,7 +192,7 @@ inline void store_block(__global float *y, const lanes16_t *out, const int plane
 
 // Global size (OH * RUNS rounded up to the work-group's, BLOCKS, N * GROUPS); RUNS =
 // ceil(OW / PIX) runs of pixels per output row, BLOCKS = ceil(M / LANES). A work-group is whole
-// rows of one block (the host's work_group): the block's weights stay in the core's cache while
+// rows of one block (the host's group_size): the block's weights stay in the core's cache while
 // its runs read them.
 // xp: the input, padded (HP x WP per channel; the input itself when nothing is padded).
 // ktab[k] for k = (c*KH + i)*KW + j: the tap's offset from the window's corner in xp,

@@ -104,7 +104,7 @@ __kernel void maxpool3d(__global const float *x, __global float *y, INDICES_ARG
 
 // ---------------------------------------------------------------------------------------------
 // maxpool_runs: 1-D and 2-D pools without indices, on CPU devices (layers/opencl/maxpool.py
-// picks it there). One work-item computes a run of 8 neighbouring outputs of one row. The
+// picks it there). One work-item computes a run of RUN (8) neighbouring outputs of one row. The
 // run's windows span SPAN consecutive inputs of a row; the kernel first takes the maximum of
 // each of those columns over the window's rows (contiguous loads the compiler makes vector
 // loads and vector maxima), then each output's maximum over its KW columns from that private
@@ -115,9 +115,17 @@ __kernel void maxpool3d(__global const float *x, __global float *y, INDICES_ARG
 // groups 64 work-items (PoCL's own choice of group: 10% slower).
 // A run whose windows start left of the row (the padding) reads -inf there; one that
 // reaches past the row's end, or a short last run, falls back to the scalar walk.
-// Global size ceil(OW / 8) * OH * planes, rounded up.
+// Global size ceil(OW / RUN) * OH * planes, rounded up to the work-group.
 #ifdef SW
-#define SPAN (7 * SW + (KW - 1) * DW + 1)
+// RUN outputs per work-item (the host's RUNS_WIDTH, 8): their windows span SPAN inputs
+#define SPAN ((RUN - 1) * SW + (KW - 1) * DW + 1)
+
+// The larger of `best` and `v`, a NaN always winning (as in PyTorch; `v != v`: NaN, isnan()
+// is a slow call in PoCL)
+inline float max_or_nan(const float best, const float v)
+{
+    return v > best || v != v ? v : best;
+}
 
 // The 8 outputs from dst[0] on of windows starting at column x0 of `rows` (y_lo <= ky < y_hi,
 // row y0 + ky * dh). `left`: some columns lie left of the row; always inlined, so that it is a
@@ -135,20 +143,16 @@ __attribute__((always_inline)) inline void max_of_run(__global const float *src,
         __global const float *p = src + (y0 + ky * dh) * W + x0;
         #pragma unroll
         for (int j = 0; j < SPAN; ++j) {
-            if (!left || x0 + j >= 0) {
-                const float v = p[j];
-                col[j] = v > col[j] || v != v ? v : col[j];    // a NaN always wins
-            }
+            if (!left || x0 + j >= 0)
+                col[j] = max_or_nan(col[j], p[j]);
         }
     }
     #pragma unroll
-    for (int i = 0; i < 8; ++i) {       // 8 stores the compiler merges into one
+    for (int i = 0; i < RUN; ++i) {     // RUN stores the compiler merges into one
         float best = col[i * SW];
         #pragma unroll
-        for (int kx = 1; kx < KW; ++kx) {
-            const float v = col[i * SW + kx * DW];
-            best = v > best || v != v ? v : best;
-        }
+        for (int kx = 1; kx < KW; ++kx)
+            best = max_or_nan(best, col[i * SW + kx * DW]);
         dst[i] = best;
     }
 }
@@ -157,11 +161,11 @@ __kernel void maxpool_runs(__global const float *x, __global float *y, const int
                            const int H, const int W, const int OH, const int OW, const int kh,
                            const int sh, const int ph, const int pw, const int dh)
 {
-    const int runs = (OW + 7) / 8;
+    const int runs = (OW + RUN - 1) / RUN;
     const int id = get_global_id(0);
     if (id >= planes * OH * runs)
         return;
-    const int ox0 = id % runs * 8, row = id / runs;    // row = plane * OH + oy
+    const int ox0 = id % runs * RUN, row = id / runs;    // row = plane * OH + oy
     const int oy = row % OH, plane = row / OH;
     const int y0 = oy * sh - ph;
     int y_lo, y_hi;
@@ -169,7 +173,7 @@ __kernel void maxpool_runs(__global const float *x, __global float *y, const int
     __global const float *src = x + (long)plane * H * W;
     __global float *dst = y + (long)row * OW;
     const int x0 = ox0 * SW - pw;
-    if (x0 + SPAN <= W && ox0 + 8 <= OW) {
+    if (x0 + SPAN <= W && ox0 + RUN <= OW) {
         if (x0 >= 0)
             max_of_run(src, dst + ox0, x0, y0, y_lo, y_hi, dh, W, false);
         else
@@ -178,17 +182,15 @@ __kernel void maxpool_runs(__global const float *x, __global float *y, const int
     }
     // The scalar walk, with the row's taps found once for the run. (Calling max_over_window
     // per output instead made ResNet-18's pool 0.39 -> 0.50 ms on PoCL.)
-    for (int ox = ox0; ox < min(ox0 + 8, OW); ++ox) {
+    for (int ox = ox0; ox < min(ox0 + RUN, OW); ++ox) {
         const int xs = ox * SW - pw;
         int x_lo, x_hi;
         taps_inside(xs, KW, DW, W, &x_lo, &x_hi);
         float best = -INFINITY;
         for (int ky = y_lo; ky < y_hi; ++ky) {
             __global const float *p = src + (y0 + ky * dh) * W;
-            for (int kx = x_lo; kx < x_hi; ++kx) {
-                const float v = p[xs + kx * DW];
-                best = v > best || v != v ? v : best;
-            }
+            for (int kx = x_lo; kx < x_hi; ++kx)
+                best = max_or_nan(best, p[xs + kx * DW]);
         }
         dst[ox] = best;
     }

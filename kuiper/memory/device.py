@@ -21,8 +21,10 @@ Four things the OpenCL executor asks of this module, once per input shape:
    layer has bound, one scratch as large as the largest step's need is allocated and the
    layers that asked are bound again into it. At no time are two scratches alive at once.
    With greedy_in_order (GPUs) the scratch is pooled instead, for the same reason as the
-   tensors: a buffer per request index (a step's first workspace, its second ...), as large as
-   the largest request of that index, each handed out whole, with no sub-buffer.
+   tensors: a buffer per rank (a step's largest workspace, its second largest ...), as large
+   as the largest request of that rank, each handed out whole, with no sub-buffer. (By rank,
+   not by the order of the requests: a layer whose first request is small and another whose
+   first is large would otherwise make two buffers the size of the large one.)
 
 4. `in_place_outputs`: an elementwise step (a kernel that reads x[i] and writes y[i], nothing
    else: IN_PLACE_STEMS) whose input nobody reads afterwards writes its output over that input;
@@ -174,7 +176,8 @@ def _on_block(array, owner):
 
 @dataclass
 class Workspaces:
-    """Scratch arrays of layers, shared: every step's workspaces start at byte 0 of one buffer.
+    """Scratch arrays of layers, shared: every step's workspaces start at byte 0 of one buffer
+    (pooled: each is a whole buffer of `slots`, see the module's 3.).
 
     `naive=True` gives each request its own buffer for good (the behaviour before the
     planner), still counting the bytes, so `kuiper info --memory` can compare."""
@@ -182,7 +185,7 @@ class Workspaces:
     runtime: Any
     alignment: int
     naive: bool = False
-    # True: a pooled scratch, a whole buffer per request index (see the module's 3.), for
+    # True: a pooled scratch, a whole buffer per rank of request size (see the module's 3.), for
     # drivers on which sub-buffers slow every launch down (NVIDIA's: greedy_in_order)
     pooled: bool = False
     buffer: Any = None  # the shared scratch, once `allocate` has sized it
@@ -193,10 +196,12 @@ class Workspaces:
     handed: list = field(default_factory=list)           # those buffers, to release
     subs: list = field(default_factory=list)             # sub-buffers of `buffer` handed out
     requests: dict[int, list[int]] = field(default_factory=dict)  # pooled: step -> sizes
-    slots: list = field(default_factory=list)            # pooled: a buffer per request index
+    slots: list = field(default_factory=list)            # pooled: a buffer per rank
+    ranks: list[int] = field(default_factory=list)       # pooled: this step's request -> slot
 
     def free(self) -> None:
-        """Release the scratch's sub-buffers, then the scratch (see DeviceMemory.release)."""
+        """Release the scratch's sub-buffers, then the scratch or its pooled buffers (see
+        DeviceMemory.release)."""
         release_children_first(self.runtime, self.subs,
                                ([self.buffer] if self.buffer is not None else []) + self.slots)
         self.subs, self.buffer, self.slots = [], None, []
@@ -209,13 +214,16 @@ class Workspaces:
 
     @property
     def capacity(self) -> int:
+        """Bytes of the one shared scratch (0 before it exists, and when pooled)."""
         return 0 if self.buffer is None else self.buffer.size
 
     def begin(self, step: int) -> None:
         """The layer of `step` is about to bind: its workspaces start again at byte 0."""
         self.step, self.used = step, 0
         self.needs.pop(step, None)
-        self.requests.pop(step, None)
+        # pooled: the step asks again for what its first bind asked, so the sizes recorded
+        # then say which slot (rank by size) each request takes
+        self.ranks = size_ranks(self.requests.pop(step, []))
         self.probing.discard(step)
 
     def take(self, shape, dtype):
@@ -244,20 +252,21 @@ class Workspaces:
         return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data), self)
 
     def _take_pooled(self, shape, dtype, nbytes: int):
-        """The step's next request index gets that index's whole buffer (or, before the
-        buffers are sized, a buffer of its own for now, as `take` does)."""
+        """The step's next request gets the whole buffer of its size rank among the step's
+        requests (or, before the buffers are sized, a buffer of its own for now, as `take`
+        does)."""
         import pyopencl.array as cla
 
         sizes = self.requests.setdefault(self.step, [])
-        index = len(sizes)
+        slot = self.ranks[len(sizes)] if len(sizes) < len(self.ranks) else len(sizes)
         sizes.append(nbytes)
         self.needs[self.step] = sum(sizes)
-        if index >= len(self.slots) or self.slots[index].size < nbytes:
+        if slot >= len(self.slots) or self.slots[slot].size < nbytes:
             self.probing.add(self.step)
             array = self.runtime.empty(shape, dtype)
             self.handed.append(array)
             return array
-        return _on_block(cla.Array(self.runtime.queue, shape, dtype, data=self.slots[index]),
+        return _on_block(cla.Array(self.runtime.queue, shape, dtype, data=self.slots[slot]),
                          self)
 
     def release(self, layer) -> None:
@@ -272,12 +281,13 @@ class Workspaces:
 
     def allocate(self) -> None:
         """One scratch for the largest step's need (the probing buffers are gone by now);
-        pooled, a buffer per request index for the largest request of that index."""
+        pooled, a buffer per size rank for the largest request of that rank."""
         if self.naive:
             return
         if self.pooled:
-            sizes = [max(s[i] for s in self.requests.values() if len(s) > i)
-                     for i in range(max(map(len, self.requests.values()), default=0))]
+            ranked = [sorted(s, reverse=True) for s in self.requests.values()]
+            sizes = [max(s[i] for s in ranked if len(s) > i)
+                     for i in range(max(map(len, ranked), default=0))]
             if len(sizes) > len(self.slots) or any(
                     size > slot.size for size, slot in zip(sizes, self.slots)):
                 self.free()
@@ -295,6 +305,16 @@ class Workspaces:
         if self.naive:
             return sum(self.needs.values())
         return sum(slot.size for slot in self.slots) if self.pooled else self.capacity
+
+
+def size_ranks(sizes: list[int]) -> list[int]:
+    """Each request's rank by size, largest first (ties in request order): [4, 9, 4] ->
+    [1, 0, 2]."""
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    ranks = [0] * len(sizes)
+    for rank, i in enumerate(order):
+        ranks[i] = rank
+    return ranks
 
 
 # Kernels that read x[i] and then write y[i] at the same index, and nothing else: their output

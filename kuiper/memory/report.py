@@ -69,7 +69,7 @@ def memory_table(graph) -> str:
         lines.append(f"workspace (layers' scratch, e.g. im2col columns, {ws['layers']} "
                      f"layers): {short_bytes(ws['naive'])} as a buffer each, "
                      f"{short_bytes(ws['shared'])} shared ("
-                     + ("a buffer per request index, no sub-buffers)" if ws["pooled"]
+                     + ("a buffer per rank of request size, no sub-buffers)" if ws["pooled"]
                         else "one scratch buffer)"))
     elif graph.backend != "opencl":
         arena = getattr(graph.executor, "arena", None)

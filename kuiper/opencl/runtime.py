@@ -67,13 +67,25 @@ BASE_OPTIONS = ("-I", str(KERNEL_DIR), "-cl-mad-enable", "-cl-kernel-arg-info")
 # PoCL's worker threads float between the cores unless POCL_AFFINITY pins worker i to core i.
 # Unpinned, about half of the processes on the 2-core machine ran every kernel at one core's
 # speed (ResNet-18's pool: 0.61 ms against 0.32, in 4 of 8 processes; pinned, 8 of 8 fast).
-# Set before PoCL starts (it reads its environment once), and only where the user has not
-# chosen: POCL_AFFINITY=0 turns it off.
+# Set before PoCL starts (it reads its environment once), only where the user has not chosen
+# (POCL_AFFINITY=0 turns it off), and only where this process may run on every core: PoCL pins
+# to core numbers without asking which cores are allowed, and under taskset, a container's
+# cpuset or a batch scheduler's binding, newer PoCLs abort when that fails.
 PIN_POCL_THREADS = ("POCL_AFFINITY", "1")
 
 
+def pin_pocl_threads() -> bool:
+    """Set POCL_AFFINITY=1 where the user has not set it and every core is ours; True when
+    PoCL's threads will be pinned."""
+    if "POCL_AFFINITY" not in os.environ:
+        allowed = getattr(os, "sched_getaffinity", None)
+        if allowed is not None and allowed(0) == set(range(os.cpu_count() or 0)):
+            os.environ[PIN_POCL_THREADS[0]] = PIN_POCL_THREADS[1]
+    return os.environ.get("POCL_AFFINITY") == "1"
+
+
 def _cl():
-    os.environ.setdefault(*PIN_POCL_THREADS)
+    pin_pocl_threads()
     try:
         import pyopencl as cl
     except ImportError as e:

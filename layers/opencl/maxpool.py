@@ -3,8 +3,9 @@
 1-D and 2-D pools bind `maxpool`, whose (planes, H, W) arguments lesson 10 of the course
 teaches; 3-D pools bind `maxpool3d`. Both run the same window walk (clkernels/maxpool.cl).
 On a CPU device, 1-D and 2-D pools without indices bind `maxpool_runs` instead: 8 outputs of a
-row per work-item, from vector loads (ResNet-18's pool under PoCL: 1.6 ms to 0.25). `KERNEL`
-forces one of the two for tests: "maxpool" (per output) or "maxpool_runs".
+row per work-item, from vector loads (ResNet-18's pool under PoCL: 1.6 ms to 0.25), unless a
+run's windows span more than RUNS_SPAN_MAX inputs. `KERNEL` forces one of the two for tests:
+"maxpool" (per output) or "maxpool_runs" (where the span allows it).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ RUNS_WIDTH = 8  # outputs per work-item of maxpool_runs
 # The most inputs a run's windows may span (maxpool_runs keeps them in a private row, with
 # unrolled loops): wider windows take the per-output kernel.
 RUNS_SPAN_MAX = 64
-RUNS_GROUP = 64  # work-items per group of maxpool_runs
+RUNS_GROUP = 64  # work-items per group of maxpool_runs (fewer where the kernel allows fewer)
 
 # None: maxpool_runs where it can run on a CPU device, maxpool elsewhere. Tests force either.
 KERNEL: str | None = None
@@ -63,11 +64,14 @@ class MaxPool(OpenCLLayer, maxpool.MaxPool):
         (h, w), (oh, ow) = size[1:3], out[1:3]
         wy, wx = self.windows[1:3]
         planes = n // (oh * ow) if n else 0
-        options = [f"-DSW={wx.stride}", f"-DKW={wx.kernel}", f"-DDW={wx.dilation}"]
+        options = [f"-DRUN={RUNS_WIDTH}", f"-DSW={wx.stride}", f"-DKW={wx.kernel}",
+                   f"-DDW={wx.dilation}"]
         kernel = self.kernel("maxpool_runs", options)
         kernel.set_args(inputs[0].data, outputs[0].data,
                         *(np.int32(v) for v in (planes, h, w, oh, ow, wy.kernel, wy.stride,
                                                 wy.pad, wx.pad, wy.dilation)))
         items = planes * oh * -(-ow // RUNS_WIDTH)
-        self.launches = ([Launch(kernel, (round_up(items, RUNS_GROUP),), (RUNS_GROUP,))]
-                         if items else [])
+        cl, device = self.runtime.cl, self.runtime.device
+        group = min(RUNS_GROUP, kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        self.launches = [Launch(kernel, (round_up(items, group),), (group,))] if items else []

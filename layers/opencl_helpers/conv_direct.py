@@ -89,6 +89,8 @@ def pack_weight(weight: np.ndarray, groups: int, params: dict) -> np.ndarray:
 def row_fitted(pix: int, width: int) -> int:
     """The shortest run that covers a row of `width` pixels in as many runs as `pix` does: the
     row's pixels shared out evenly (a row of 14 in runs of up to 8: two runs of 7)."""
+    if width <= 0:   # an empty output: nothing to fit
+        return pix
     return -(-width // -(-width // pix))
 
 
@@ -121,7 +123,7 @@ def input_size(problem: ConvProblem, params: dict) -> tuple[int, int]:
     return h, w
 
 
-def work_group(rows: int, runs: int, others: int, units: int, limit: int = GROUP_ITEMS) -> int:
+def group_size(rows: int, runs: int, others: int, units: int, limit: int = GROUP_ITEMS) -> int:
     """Work-items per group along the (row, run) axis: whole rows, at most `limit` items
     (GROUP_ITEMS, or less where the kernel allows less), and rows split further while fewer
     than GROUPS_PER_UNIT groups per compute unit would run (`others`: the blocks x images x
@@ -129,6 +131,7 @@ def work_group(rows: int, runs: int, others: int, units: int, limit: int = GROUP
     the kernel finds its run from the global index."""
     if runs > limit:
         return limit
+    others = max(1, others)
     per_group = max(1, min(rows, limit // runs))
     wanted = GROUPS_PER_UNIT * units
     if -(-rows // per_group) * others < wanted:
@@ -185,7 +188,7 @@ class Direct(ConvAlgorithm):
 
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         # a GPU gets the default only: the kernel is not made for it, and `kuiper tune` would
-        # spend its time on five slow variants per layer
+        # spend its time on six more slow variants per layer
         width = problem.out[2]
         sets = [default_set(width)]
         if device_rates(device).is_cpu:
@@ -196,8 +199,9 @@ class Direct(ConvAlgorithm):
         why = self.unsupported(problem, None)
         if why is not None:
             raise ShapeError(layer.name, layer.type, f"{self.name}: {why}")
-        if (set(params) != {"pix", "nv"} or params["nv"] not in (1, 2)
-                or params["pix"] not in range(1, MAX_PIX + 1)):
+        pix, nv = params.get("pix"), params.get("nv")
+        if (set(params) != {"pix", "nv"} or nv not in (1, 2) or not isinstance(pix, int)
+                or pix not in range(1, MAX_PIX + 1)):
             raise ShapeError(layer.name, layer.type, f"{self.name}: block {params}; expected "
                              f"pix from 1 to {MAX_PIX} pixels and nv 1 or 2 vectors")
         p = problem
@@ -243,7 +247,7 @@ class Direct(ConvAlgorithm):
         cl = layer.runtime.cl
         limit = min(GROUP_ITEMS, kernel.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
-        local = work_group(oh, runs, blocks * p.n * p.groups, device.max_compute_units, limit)
+        local = group_size(oh, runs, blocks * p.n * p.groups, device.max_compute_units, limit)
         launches.append(Launch(kernel, (round_up(oh * runs, local), blocks, p.n * p.groups),
                                (local, 1, 1)))
         return launches

@@ -20,9 +20,9 @@ from kuiper.layers.opencl_helpers.conv_direct import (
     GROUPS_PER_UNIT,
     PARAMETER_SETS,
     default_set,
+    group_size,
     pack_weight,
     row_fitted,
-    work_group,
 )
 from kuiper.tools.testing import assert_close
 from tests.conftest import opencl_available
@@ -106,7 +106,7 @@ def test_the_default_run_is_8_or_10_pixels_whichever_wastes_less(width, pix):
     (30, 7, 4, 132, 64),               # a kernel that allows 64 work-items per group
 ])
 def test_work_groups_are_whole_rows_and_keep_every_core_busy(rows, runs, others, units, limit):
-    local = work_group(rows, runs, others, units, limit)
+    local = group_size(rows, runs, others, units, limit)
     assert local % runs == 0 and local // runs <= rows and local <= limit
     groups = -(-rows // (local // runs)) * others
     assert groups >= min(GROUPS_PER_UNIT * units, rows * others)
@@ -115,11 +115,17 @@ def test_work_groups_are_whole_rows_and_keep_every_core_busy(rows, runs, others,
 def test_rows_longer_than_a_group_are_cut_anywhere(rng):
     """A Conv1d of 9000 outputs in runs of 4: 2250 runs in its one row, more than a group
     holds (and more than a GPU allows): groups of GROUP_ITEMS runs, the last one partial."""
-    assert work_group(1, 2250, 1, 2) == GROUP_ITEMS
+    assert group_size(1, 2250, 1, 2) == GROUP_ITEMS == group_size(3, 300, 4, 2)
+    assert group_size(1, 2250, 1, 2, limit=64) == 64
     case = ConvCase((1, 3, 9000), 16, (3,), (1,), (1,))
     x, w, b = case.tensors(rng)
     y, layer = run_forced(case, x, w, b, NAME, params={"pix": 4, "nv": 2})
-    assert layer.launches[-1].local_size[0] <= GROUP_ITEMS
+    launch = layer.launches[-1]
+    cl, device = layer.runtime.cl, layer.runtime.device
+    limit = launch.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+    assert launch.local_size[0] == min(GROUP_ITEMS, limit)
+    assert launch.global_size[0] % launch.local_size[0] == 0
+    assert launch.global_size[0] >= 2250 > launch.local_size[0]   # groups cut the row
     assert_close(y, torch_conv(case, x, w, b))
 
 
@@ -135,13 +141,19 @@ def test_direct_parameter_sets_survive_the_tuning_cache():
     ("nn.SiLU", nn.functional.silu, True, False),        # silu(conv) + r: a bottleneck's end
     ("nn.ReLU", nn.functional.relu, True, True),         # relu(conv + r): ResNet's block end
 ])
-def test_direct_fused_epilogue(rng, op_type, act, residual, first):
+@pytest.mark.parametrize("cout,params", [
+    (21, None),                        # a part block: the pixel-by-pixel store
+    (64, {"pix": 7, "nv": 2}),         # whole blocks (store_block), 32 channels each
+    (48, {"pix": 4, "nv": 1}),         # whole blocks of 16, and rows of 7 = 4 + a part run
+])
+def test_direct_fused_epilogue(rng, op_type, act, residual, first, cout, params):
     x = rng.standard_normal((2, 5, 9, 14)).astype(np.float32)
-    w = rng.standard_normal((21, 5, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(21).astype(np.float32)
-    r = rng.standard_normal((2, 21, 5, 7)).astype(np.float32) if residual else None
+    w = rng.standard_normal((cout, 5, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    r = rng.standard_normal((2, cout, 5, 7)).astype(np.float32) if residual else None
     epilogue = activation_epilogue(op_type, residual=residual, residual_first=first)
-    y = run_algorithm(NAME, x, w, b, epilogue=epilogue, residual=r, stride=2, padding=1)
+    y = run_algorithm(NAME, x, w, b, epilogue=epilogue, residual=r, stride=2, padding=1,
+                      params=params)
     expected = torch_reference(x, w, b, stride=2, padding=1, activation=act, residual=r,
                                residual_first=first)
     assert_close(y, expected)

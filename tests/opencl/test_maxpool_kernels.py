@@ -1,6 +1,7 @@
 """Both OpenCL max-pooling kernels, each forced, against PyTorch.
 
-layers/opencl/maxpool.py binds `maxpool_runs` (8 outputs of a row per work-item, a vector) for
+layers/opencl/maxpool.py binds `maxpool_runs` (8 outputs of a row per work-item, from a row of
+column maxima) for
 1-D and 2-D pools without indices on CPU devices, and the per-output `maxpool` elsewhere, so a
 test run on one device exercises only one of them through tests/layers/test_maxpool.py. Here
 each is forced on every device: rows shorter and longer than a run, runs that touch the padding

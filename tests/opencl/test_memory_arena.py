@@ -193,8 +193,8 @@ def test_workspaces_share_one_scratch_buffer(mixed):
 
 def test_pooled_workspaces_hand_out_whole_buffers(mixed):
     """With greedy_in_order (a GPU's default: NVIDIA's launches slow down with every
-    sub-buffer of a buffer they use) the scratch is a buffer per request index, as large as
-    the largest request of that index, each handed out whole: no sub-buffer at all."""
+    sub-buffer of a buffer they use) the scratch is a buffer per rank of request size, as large
+    as the largest request of that rank, each handed out whole: no sub-buffer at all."""
     from kuiper.layers.opencl_helpers.conv_algorithms import forced
 
     path, x, _ = mixed
@@ -204,8 +204,9 @@ def test_pooled_workspaces_hand_out_whole_buffers(mixed):
     assert ws.pooled and ws.subs == [] and ws.buffer is None
     requests = [sizes for sizes in ws.requests.values() if sizes]
     assert len(requests) >= 2 and max(map(len, requests)) == len(ws.slots) >= 2
-    for index, slot in enumerate(ws.slots):
-        assert slot.size == max(sizes[index] for sizes in requests if len(sizes) > index)
+    ranked = [sorted(sizes, reverse=True) for sizes in requests]
+    for rank, slot in enumerate(ws.slots):
+        assert slot.size == max(sizes[rank] for sizes in ranked if len(sizes) > rank)
     assert ws.total == sum(slot.size for slot in ws.slots)
     assert ws.probing == set() and ws.handed == []
     slots = {slot.int_ptr for slot in ws.slots}
@@ -216,6 +217,16 @@ def test_pooled_workspaces_hand_out_whole_buffers(mixed):
     assert all(array.data.int_ptr in slots for array in scratch)   # whole buffers
     for a, b in zip(pooled.forward(x), naive.forward(x)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("sizes,ranks", [([4, 9, 4], [1, 0, 2]), ([], []), ([7], [0]),
+                                          ([1, 2, 3], [2, 1, 0])])
+def test_pooled_requests_take_the_slot_of_their_size_rank(sizes, ranks):
+    """A step's largest workspace takes the first pooled buffer, whichever it asked for first:
+    two layers asking (small, large) and (large, small) share two buffers, not two large."""
+    from kuiper.memory.device import size_ranks
+
+    assert size_ranks(sizes) == ranks
 
 
 def test_the_runtime_counter_measures_the_saving(mixed):

@@ -39,9 +39,21 @@ def test_prefetches_only_where_kernels_compile_to_native_cpu_code(kind, platform
 
 def test_pocl_threads_are_pinned_unless_the_user_chose(monkeypatch):
     pytest.importorskip("pyopencl")
+    every_core = set(range(runtime.os.cpu_count()))
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: every_core, raising=False)
     monkeypatch.delenv("POCL_AFFINITY", raising=False)
     runtime._cl()
     assert runtime.os.environ["POCL_AFFINITY"] == "1"
     monkeypatch.setenv("POCL_AFFINITY", "0")
     runtime._cl()
     assert runtime.os.environ["POCL_AFFINITY"] == "0"
+
+
+def test_pocl_threads_stay_unpinned_on_a_share_of_the_cores(monkeypatch):
+    """Under taskset or a container's cpuset PoCL would pin its workers to cores the process
+    may not use: Kuiper leaves them alone there."""
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: {1}, raising=False)
+    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 4)
+    monkeypatch.delenv("POCL_AFFINITY", raising=False)
+    assert runtime.pin_pocl_threads() is False
+    assert "POCL_AFFINITY" not in runtime.os.environ
