@@ -157,6 +157,8 @@ inline void store_block(__global float *y, const lanes16_t *out, const int plane
     }
 }
 
+// Per NV: the store of one pixel (STORE), the epilogue of a pixel of a whole block (FINAL),
+// the biases, the whole block's outputs and their store; STORE_ALL below puts them together.
 #if NV == 2
 #define STORE(p) if (p < count) {                                                           \
         store_channels(y, acc0_##p + b0, residual, base + p, plane, M - co);                 \
@@ -165,31 +167,30 @@ inline void store_block(__global float *y, const lanes16_t *out, const int plane
 #define FINAL(p)                                                                            \
     out0[p].v = epilogue_channels(acc0_##p + b0, residual, base + p, plane, 16);            \
     out1[p].v = epilogue_channels(acc1_##p + b1, residual, base + 16 * plane + p, plane, 16);
-#define STORE_ALL                                                                           \
+#define BIASES                                                                              \
     const float16 b0 = channel_bias(bias, has_bias, g * M + co, M - co);                    \
-    const float16 b1 = channel_bias(bias, has_bias, g * M + co + 16, M - co - 16);          \
-    if (count == PIX && M - co >= LANES) {                                                  \
-        lanes16_t out0[PIX], out1[PIX];                                                     \
-        FOR_PIX(FINAL)                                                                      \
-        store_block(y + base, out0, plane);                                                 \
-        store_block(y + base + 16 * plane, out1, plane);                                    \
-    } else {                                                                                \
-        FOR_PIX(STORE)                                                                      \
-    }
+    const float16 b1 = channel_bias(bias, has_bias, g * M + co + 16, M - co - 16);
+#define BLOCK_OUTPUTS lanes16_t out0[PIX], out1[PIX];
+#define STORE_BLOCK_OUTPUTS                                                                 \
+    store_block(y + base, out0, plane);                                                     \
+    store_block(y + base + 16 * plane, out1, plane);
 #else
 #define STORE(p) \
     if (p < count) store_channels(y, acc0_##p + b0, residual, base + p, plane, M - co);
 #define FINAL(p) out0[p].v = epilogue_channels(acc0_##p + b0, residual, base + p, plane, 16);
+#define BIASES const float16 b0 = channel_bias(bias, has_bias, g * M + co, M - co);
+#define BLOCK_OUTPUTS lanes16_t out0[PIX];
+#define STORE_BLOCK_OUTPUTS store_block(y + base, out0, plane);
+#endif
 #define STORE_ALL                                                                           \
-    const float16 b0 = channel_bias(bias, has_bias, g * M + co, M - co);                    \
+    BIASES                                                                                  \
     if (count == PIX && M - co >= LANES) {                                                  \
-        lanes16_t out0[PIX];                                                                \
+        BLOCK_OUTPUTS                                                                       \
         FOR_PIX(FINAL)                                                                      \
-        store_block(y + base, out0, plane);                                                 \
+        STORE_BLOCK_OUTPUTS                                                                 \
     } else {                                                                                \
         FOR_PIX(STORE)                                                                      \
     }
-#endif
 
 // Global size (OH * RUNS rounded up to the work-group's, BLOCKS, N * GROUPS); RUNS =
 // ceil(OW / PIX) runs of pixels per output row, BLOCKS = ceil(M / LANES). A work-group is whole
