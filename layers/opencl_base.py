@@ -148,6 +148,12 @@ class OpenCLLayer(Layer):
                                    "has no kernel of its name (kuiper/PLUGINS.md)")
         return self.runtime.kernel(stem or self.stem, name, options)
 
+    def group_limit(self, kernel) -> int:
+        """The most work-items a work-group of `kernel` may have on this layer's device (what
+        its registers and local memory allow, at most the device's own limit)."""
+        cl, device = self.runtime.cl, self.runtime.device
+        return kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+
     def _kernel_path(self) -> Path:
         """kernel_path, relative to the file of the class that set it (not of a subclass)."""
         path = Path(self.kernel_path)

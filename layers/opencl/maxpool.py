@@ -71,7 +71,5 @@ class MaxPool(OpenCLLayer, maxpool.MaxPool):
                         *(np.int32(v) for v in (planes, h, w, oh, ow, wy.kernel, wy.stride,
                                                 wy.pad, wx.pad, wy.dilation)))
         items = planes * oh * -(-ow // RUNS_WIDTH)
-        cl, device = self.runtime.cl, self.runtime.device
-        group = min(RUNS_GROUP, kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        group = min(RUNS_GROUP, self.group_limit(kernel))
         self.launches = [Launch(kernel, (round_up(items, group),), (group,))] if items else []

@@ -25,9 +25,8 @@ class OpenCLSoftmax(OpenCLLayer):
             return
         options = (["-DLOG"] if self.log else []) + (["-DNEGATE"] if self.negate else [])
         kernel = self.kernel("softmax", options)
-        cl, device = self.runtime.cl, self.runtime.device
-        limit = min(MAX_GROUP, kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        cl = self.runtime.cl
+        limit = min(MAX_GROUP, self.group_limit(kernel))
         group = 1
         while group < length and group * 2 <= limit:
             group *= 2

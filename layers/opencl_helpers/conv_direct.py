@@ -244,9 +244,7 @@ class Direct(ConvAlgorithm):
                         i32(ops.bias is not None), buffer_of(ops.residual), buffer_of(ops.y),
                         i32(p.c), i32(hp), i32(wp), i32(p.cout), i32(m), i32(k), i32(oh),
                         i32(ow), i32(p.groups), i32(runs), i32(blocks))
-        cl = layer.runtime.cl
-        limit = min(GROUP_ITEMS, kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        limit = min(GROUP_ITEMS, layer.group_limit(kernel))
         local = group_size(oh, runs, blocks * p.n * p.groups, device.max_compute_units, limit)
         launches.append(Launch(kernel, (round_up(oh * runs, local), blocks, p.n * p.groups),
                                (local, 1, 1)))

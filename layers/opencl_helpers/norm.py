@@ -59,9 +59,8 @@ class RowNormOpenCL:
 
     def _local_size(self, kernel, length: int) -> int:
         """A power of two (the tree reduction halves it), no larger than the row needs."""
-        cl, device = self.runtime.cl, self.runtime.device
-        limit = min(self.MAX_LOCAL, device.max_work_group_size,
-                    kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        limit = min(self.MAX_LOCAL, self.runtime.device.max_work_group_size,
+                    self.group_limit(kernel))
         local = 1
         while local * 2 <= limit and local < length:
             local *= 2

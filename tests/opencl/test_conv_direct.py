@@ -121,9 +121,7 @@ def test_rows_longer_than_a_group_are_cut_anywhere(rng):
     x, w, b = case.tensors(rng)
     y, layer = run_forced(case, x, w, b, NAME, params={"pix": 4, "nv": 2})
     launch = layer.launches[-1]
-    cl, device = layer.runtime.cl, layer.runtime.device
-    limit = launch.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
-    assert launch.local_size[0] == min(GROUP_ITEMS, limit)
+    assert launch.local_size[0] == min(GROUP_ITEMS, layer.group_limit(launch.kernel))
     assert launch.global_size[0] % launch.local_size[0] == 0
     assert launch.global_size[0] >= 2250 > launch.local_size[0]   # groups cut the row
     assert_close(y, torch_conv(case, x, w, b))
