@@ -241,10 +241,7 @@ class Workspaces:
         self.used = offset + nbytes
         self.needs[self.step] = self.used
         if self.used > self.capacity:  # not sized yet (or too small): a buffer for now
-            self.probing.add(self.step)
-            array = self.runtime.empty(tuple(shape), dtype)
-            self.handed.append(array)
-            return array
+            return self._probe(tuple(shape), dtype)
         data = self.buffer.get_sub_region(offset, nbytes) if (offset or nbytes
                                                               != self.capacity) else self.buffer
         if data is not self.buffer:
@@ -253,8 +250,7 @@ class Workspaces:
 
     def _take_pooled(self, shape, dtype, nbytes: int):
         """The step's next request gets the whole buffer of its size rank among the step's
-        requests (or, before the buffers are sized, a buffer of its own for now, as `take`
-        does)."""
+        requests (or, before the buffers are sized, a buffer of its own for now)."""
         import pyopencl.array as cla
 
         sizes = self.requests.setdefault(self.step, [])
@@ -262,12 +258,17 @@ class Workspaces:
         sizes.append(nbytes)
         self.needs[self.step] = sum(sizes)
         if slot >= len(self.slots) or self.slots[slot].size < nbytes:
-            self.probing.add(self.step)
-            array = self.runtime.empty(shape, dtype)
-            self.handed.append(array)
-            return array
+            return self._probe(shape, dtype)
         return _on_block(cla.Array(self.runtime.queue, shape, dtype, data=self.slots[slot]),
                          self)
+
+    def _probe(self, shape, dtype):
+        """A buffer of the step's own until the scratch is sized: the step is bound again
+        into the scratch then (`release`, the executor's second bind)."""
+        self.probing.add(self.step)
+        array = self.runtime.empty(shape, dtype)
+        self.handed.append(array)
+        return array
 
     def release(self, layer) -> None:
         """Drop what the layer of a probing step holds of its own buffers (its launches, kept

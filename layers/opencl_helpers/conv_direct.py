@@ -86,6 +86,12 @@ def pack_weight(weight: np.ndarray, groups: int, params: dict) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(groups, blocks, width, k).transpose(0, 1, 3, 2))
 
 
+def covered_width(pix: int, width: int) -> int:
+    """Pixels the runs of `pix` compute along a row of `width` (the last run may pass its end:
+    those pixels are computed and not stored)."""
+    return -(-width // pix) * pix
+
+
 def row_fitted(pix: int, width: int) -> int:
     """The shortest run that covers a row of `width` pixels in as many runs as `pix` does: the
     row's pixels shared out evenly (a row of 14 in runs of up to 8: two runs of 7)."""
@@ -97,8 +103,7 @@ def row_fitted(pix: int, width: int) -> int:
 def default_set(width: int) -> dict:
     """8 x 2 fitted to rows of `width` pixels, or 10 x 2 where that wastes fewer pixels."""
     def waste(pix: int) -> int:
-        fitted = row_fitted(pix, width)
-        return -(-width // fitted) * fitted - width
+        return covered_width(row_fitted(pix, width), width) - width
     pix = 10 if waste(10) < waste(8) else 8
     return {"pix": row_fitted(pix, width), "nv": 2}
 
@@ -116,7 +121,7 @@ def input_size(problem: ConvProblem, params: dict) -> tuple[int, int]:
     _, oh, _ = problem.out
     _, kh, kw = problem.kernel
     hp = (oh - 1) * problem.stride[1] + (kh - 1) * problem.dilation[1] + 1
-    wp = ((runs_per_row(problem, params) * int(params["pix"]) - 1) * problem.stride[2]
+    wp = ((covered_width(int(params["pix"]), problem.out[2]) - 1) * problem.stride[2]
           + (kw - 1) * problem.dilation[2] + 1)
     if any(lo or hi for lo, hi in problem.pads[1:]) or hp > h or wp > w:
         return hp, wp
@@ -170,7 +175,7 @@ class Direct(ConvAlgorithm):
         width, pix, ow = lanes(params), int(params["pix"]), problem.out[2]
         # the lanes past COUT/G and the pixels past a row's end are computed and dropped
         lanes_used = problem.cout_g / (-(-problem.cout_g // width) * width)
-        pixels_used = ow / (-(-ow // pix) * pix)
+        pixels_used = ow / covered_width(pix, ow)
         rate = CPU_EFFICIENCY
         if problem.taps == 1:
             rate *= ONE_TAP_FACTOR
