@@ -81,6 +81,8 @@ inline float kuiper_epilogue(float v, __global const float *residual, const int 
     }
 VECTOR_EPILOGUE(4)
 VECTOR_EPILOGUE(8)
+#ifndef KUIPER_NARROW_VECTORS   // set where the compiler cannot build float16 (vector_width.py)
 VECTOR_EPILOGUE(16)
+#endif
 
 #endif  // KUIPER_EPILOGUE_H

@@ -168,6 +168,7 @@ class OpenCLExecutor:
                                       and not has_device_dynamic_outputs(layer)):
                 todo.append((op, DynamicHostStep(op, layer, self)))
                 continue
+            self._refuse_oversized(op, layer, [specs[o.name] for o in op.inputs], out_specs)
             todo.append((op, None))
         memory = self._plan_memory(todo)
         self._device_memory = memory
@@ -294,6 +295,20 @@ class OpenCLExecutor:
         self.memory_plan = plan(self.lifetimes, self.memory, rt.base_alignment)
         return DeviceMemory(rt, self.memory_plan)
 
+    @staticmethod
+    def _refuse_oversized(op, layer, in_specs, out_specs) -> list:
+        """(what, spec) of the operator's operands, after refusing (an OperatorError) a tensor
+        too large for the kernels' 32-bit indices: called before the memory plan allocates
+        anything of that size, and again at each bind."""
+        described = [(f"input {i} ('{o.name}')", s) for i, (o, s) in enumerate(zip(op.inputs,
+                                                                                    in_specs))]
+        described += [(f"output {i} ('{o.name}')", s)
+                      for i, (o, s) in enumerate(zip(op.outputs, out_specs))]
+        too_large = oversized(layer, described)
+        if too_large is not None:
+            raise op.error(f"{too_large}: run the model on the cpu backend")
+        return described
+
     def _bind_layer(self, op, layer, inputs, in_specs, out_specs, outputs=None) -> list:
         """allocate_outputs + bind, guarded (kuiper/opencl/element_types.py).
 
@@ -303,13 +318,7 @@ class OpenCLExecutor:
         CPU layer instead, as the CPU backend would (graph.fallbacks lists it,
         layer.fallback_reason says why)."""
         layer.attach(self.runtime)
-        described = [(f"input {i} ('{o.name}')", s) for i, (o, s) in enumerate(zip(op.inputs,
-                                                                                    in_specs))]
-        described += [(f"output {i} ('{o.name}')", s)
-                      for i, (o, s) in enumerate(zip(op.outputs, out_specs))]
-        too_large = oversized(layer, described)
-        if too_large is not None:  # refused before anything of that size is allocated
-            raise op.error(f"{too_large}: run the model on the cpu backend")
+        described = self._refuse_oversized(op, layer, in_specs, out_specs)
         try:
             if outputs is None:  # None: the first bind; a second one keeps the outputs
                 outputs = call(op, layer, "allocate_outputs", layer.allocate_outputs, inputs,

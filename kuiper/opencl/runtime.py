@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from kuiper.clkernels import KERNEL_DIR
-from kuiper.errors import KernelBuildError, OpenCLUnavailableError
+from kuiper.errors import KernelBuildError, OpenCLUnavailableError, ResourceError
 from kuiper.opencl.element_types import kernel_class
 
 
@@ -248,6 +248,14 @@ class OpenCLRuntime:
     def name(self) -> str:
         return f"{self.device.platform.name} / {self.device.name.strip()}"
 
+    @property
+    def device_options(self) -> list[str]:
+        """Build options every program gets on this device: KUIPER_NARROW_VECTORS where its
+        compiler cannot build float16 (epilogue.h then leaves out its 16-wide function)."""
+        from kuiper.opencl.vector_width import wide_vectors
+
+        return [] if wide_vectors(self.device) else ["-DKUIPER_NARROW_VECTORS=1"]
+
     def program(self, stem: str, options: Sequence[str] = ()):
         """The built program of `clkernels/<stem>.cl` (once per stem and options)."""
         return self._file_program(("file", stem, tuple(options)), KERNEL_DIR / f"{stem}.cl",
@@ -305,7 +313,7 @@ class OpenCLRuntime:
         folders are searched before Kuiper's clkernels/ (a plugin's own gemm.h wins)."""
         cl = self.cl
         all_options = [o for folder in include for o in ("-I", str(folder))]
-        all_options += list(BASE_OPTIONS) + options
+        all_options += list(BASE_OPTIONS) + self.device_options + options
         try:
             return cl.Program(self.context, source).build(options=all_options)
         except cl.Error as e:
@@ -329,7 +337,14 @@ class OpenCLRuntime:
     # device now (`allocated_bytes`) and the most held at once (`peak_bytes`): what `kuiper
     # bench` reports, and how the memory planner's savings are measured rather than computed.
     def buffer(self, nbytes: int):
-        """A fresh read-write device buffer of `nbytes`, counted until it is freed."""
+        """A fresh read-write device buffer of `nbytes`, counted until it is freed; a
+        ResourceError (not pyopencl's bare INVALID_BUFFER_SIZE) above the device's largest
+        allocation."""
+        largest = int(self.device.max_mem_alloc_size)
+        if nbytes > largest:
+            raise ResourceError(f"a buffer of {int(nbytes)} bytes is more than the largest "
+                                    f"one {self.device.name.strip()} allocates ({largest} "
+                                    "bytes): use a smaller input, or the cpu backend")
         buffer = _CountedBuffer(self.context, self.cl.mem_flags.READ_WRITE, max(int(nbytes), 1))
         self._count(buffer.size)
         weakref.finalize(buffer, self._count, -buffer.size)

@@ -29,6 +29,7 @@ from kuiper.layers.opencl_helpers.conv_algorithms import (
 )
 from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
 from kuiper.layers.opencl_helpers.conv_launch import buffer_of, prefetch_options
+from kuiper.opencl.vector_width import wide_vectors
 
 KERNEL_FILE = "conv_direct"
 VECTOR = 16                    # channels per float16
@@ -166,6 +167,9 @@ class Direct(ConvAlgorithm):
             return f"zero padding only (this one pads with {problem.padding_mode!r})"
         if problem.depthwise:
             return "depthwise: one input channel per group leaves nothing to broadcast"
+        if device is not None and not wide_vectors(device):
+            return ("its channels are float16 vectors, which this device's compiler cannot "
+                    "build (kuiper/opencl/vector_width.py)")
         return None
 
     def cost(self, problem: ConvProblem, device: Any) -> float:
@@ -201,7 +205,7 @@ class Direct(ConvAlgorithm):
         return [p for i, p in enumerate(sets) if p not in sets[:i]]
 
     def bind(self, layer, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
-        why = self.unsupported(problem, None)
+        why = self.unsupported(problem, layer.runtime.device)
         if why is not None:
             raise ShapeError(layer.name, layer.type, f"{self.name}: {why}")
         pix, nv = params.get("pix"), params.get("nv")

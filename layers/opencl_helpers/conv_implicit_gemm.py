@@ -31,6 +31,7 @@ from kuiper.layers.opencl_helpers.conv_algorithms import (
     register_algorithm,
 )
 from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
+from kuiper.opencl.vector_width import wide_vectors
 
 INT_MAX = 2**31 - 1
 BLOCKED_LOCAL = (4, 4, 1)   # work-group of the blocked kernel (as gemm.py's gemm_blocked)
@@ -109,6 +110,10 @@ def build_options(layer: Any, algorithm: str, params: dict) -> tuple[str, list[s
             bm, vn = params["block_m"], params["vec_n"]
             if bm < 1 or vn not in (8, 16):
                 raise ValueError
+            if vn > 8 and not wide_vectors(layer.runtime.device):
+                raise parameter_error(layer, algorithm, params, "vec_n 8: this device's "
+                                      "compiler cannot build 16-wide vectors "
+                                      "(kuiper/opencl/vector_width.py)")
             return "implicit_gemm_blocked", [f"-DBLOCK_M={bm}", f"-DVEC_N={vn}"]
     except (KeyError, TypeError, ValueError):
         pass
@@ -237,9 +242,12 @@ def estimate(problem: ConvProblem, device: Any, params: dict, slices: int = 1) -
 
 
 def fits(params: dict, device: Any) -> bool:
-    """Whether the device can run a parameter set's work-groups (size, local memory)."""
-    if device is None or params["kernel"] != "tiled":
+    """Whether the device can run a parameter set: its work-groups (size, local memory), its
+    vectors (16-wide ones only where the compiler builds them)."""
+    if device is None:
         return True
+    if params["kernel"] != "tiled":   # vectors of vec_n floats (vector_width.py)
+        return params["vec_n"] <= 8 or wide_vectors(device)
     threads = params["tile_m"] // params["wpt_m"] * (params["tile_n"] // params["wpt_n"])
     local_bytes = 4 * params["tile_k"] * (params["tile_m"] + params["tile_n"])
     return threads <= device.max_work_group_size and local_bytes <= device.local_mem_size

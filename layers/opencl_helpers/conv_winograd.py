@@ -14,7 +14,10 @@ channels, the 36 elementwise products become 36 independent matrix products
 
   1. winograd_input : V[p][c][tile] = (B^T d B)[p] for every 6x6 input tile (padding = zeros);
   2. winograd_gemm  : M[p][tile][o] = (V[p]^T @ U[p]) for the 36 positions p (register-blocked
-                      GEMM, output channels contiguous);
+                      GEMM, output channels contiguous); on GPUs, gemm.h's tiled GEMM instead
+                      (a parameter set {"gemm": <gemm_tiled set>}: V[p] is its A stored K x M,
+                      the 36 positions its batch), which shares each loaded value among a
+                      work-group through local memory;
   3. winograd_output: y = A^T M A + bias, then the fused epilogue, stored in NCHW.
 
 U is computed here at bind time, in float64 and rounded once to float32; when the weight is an
@@ -59,12 +62,20 @@ from kuiper.layers.opencl_helpers.conv_algorithms import (
 )
 from kuiper.layers.opencl_helpers.conv_cost import device_rates, roofline
 from kuiper.layers.opencl_helpers.conv_launch import buffer_of, grouped_launch, prefetch_options
+from kuiper.layers.opencl_helpers.cost_model import gemm_seconds
+from kuiper.layers.opencl_helpers.gemm import weight_gemm_launch
+from kuiper.layers.opencl_helpers.gemm_params import GPU_PARAMETER_SETS, fits
+from kuiper.opencl.vector_width import wide_vectors
 
 KERNEL_FILE = "conv_winograd"
 BM_CHOICES = (4, 8, 16, 32)   # output channels per GEMM work-item (32: two float16)
 BN_CHOICES = (2, 4, 8)     # tiles per GEMM work-item
 TRANSFORM_LOCAL = (64,)   # transforms: work-groups of 64 (PoCL pays ~1 us per work-group)
 POINTS = {4: (0, 1, -1, 2, -2), 2: (0, 1, -1)}   # finite interpolation points of F(m, 3)
+# GPUs: the register-block sets `kuiper tune` also times beside the tiled GEMM's (the driver
+# chooses the work-group: fixed shapes never won there)
+GPU_BLOCKS = [{"bm": m, "bn": n, "local": None} for m in (4, 8, 16) for n in (2, 4, 8)]
+PAD_TILED = 4   # the tiled products pad tiles and channels to whole float4s (aligned loads)
 
 
 def toom_cook(m: int, r: int, points) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -167,29 +178,46 @@ class Winograd(ConvAlgorithm):
         alpha2 = (self.tile + 2) ** 2
         *_, tiles = self.geometry(problem)
         c, cout = problem.c, problem.cout
-        # alpha^2 multiplies per tile and channel pair: 4x fewer than direct for F4, 2.25x for
-        # F2 (less where the last tiles stick out of the output)
-        gemm_flops = 2.0 * alpha2 * tiles * c * cout
-        efficiency = 0.8 if device_rates(device).is_cpu else 0.25   # GPU: not measured
         weight_words = alpha2 * c * cout
         transform_words = (2 * alpha2 * tiles * (c + cout)
                            + problem.n * (c * int(np.prod(problem.size)) + cout * problem.pixels))
-        return (roofline(device, gemm_flops, 0.0, 3, efficiency)
-                + roofline(device, 0.0, 4.0 * (weight_words + transform_words), 0, 1.0))
+        transforms = roofline(device, 0.0, 4.0 * (weight_words + transform_words), 2, 1.0)
+        if not device_rates(device).is_cpu:   # the tiled GEMM's own estimate (cost_model.py)
+            gemm = self._gemm_sets(problem, device)[0]
+            return transforms + gemm_seconds(device, gemm, *self._gemm_shape(problem, tiles))
+        # alpha^2 multiplies per tile and channel pair: 4x fewer than direct for F4, 2.25x for
+        # F2 (less where the last tiles stick out of the output)
+        gemm_flops = 2.0 * alpha2 * tiles * c * cout
+        return roofline(device, gemm_flops, 0.0, 1, 0.8) + transforms
+
+    def _gemm_shape(self, problem: ConvProblem, tiles: int) -> tuple[int, int, int, int]:
+        """(M, N, K, batch) of the tiled products: tiles x Cout x Cin, one per position."""
+        return (round_up(tiles, PAD_TILED), round_up(problem.cout, PAD_TILED), problem.c,
+                (self.tile + 2) ** 2)
+
+    def _gemm_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
+        """gemm.h's parameter sets for the products, cheapest first by the cost model."""
+        *_, tiles = self.geometry(problem)
+        shape = self._gemm_shape(problem, tiles)
+        sets = [p for p in GPU_PARAMETER_SETS if device is None or fits(p, device)]
+        return sorted(sets, key=lambda p: gemm_seconds(device, p, *shape))
 
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
-        """GEMM register blocks: `bm` output channels (one or two float vectors of up to 16)
-        x `bn` tiles per work-item, and `local`, the work-group's shape (None: the driver's
-        choice)."""
+        """CPUs: winograd_gemm's register blocks, `bm` output channels (one or two float
+        vectors of up to 16) x `bn` tiles per work-item, and `local`, the work-group's shape
+        (None: the driver's choice). GPUs: {"gemm": a gemm.h set} for the tiled products, the
+        cost model's order, then a few register blocks."""
         *_, tiles = self.geometry(problem)
-        cpu = device_rates(device).is_cpu
-        bm = next(b for b in (32, 16, 8, 4) if b <= max(4, problem.cout))
-        bm = min(bm, 32 if cpu else 8)
+        if not device_rates(device).is_cpu:
+            return [{"gemm": p} for p in self._gemm_sets(problem, device)] + GPU_BLOCKS
+        # bm > 8: float16 vectors, where the device's compiler builds them (vector_width.py)
+        choices = [b for b in BM_CHOICES if b <= 8 or device is None or wide_vectors(device)]
+        bm = max(b for b in choices if b <= max(4, problem.cout))
         # PoCL runs a work-group as one task: (1, 4, 1) makes tasks big enough that scheduling
         # them costs little, and lets neighbouring work-items share the U vector they load
         # (lists, not tuples: the tuning cache stores them as JSON and compares them again)
-        first = {"bm": bm, "bn": 8 if tiles >= 8 else 4, "local": [1, 4, 1] if cpu else None}
-        others = [{"bm": m, "bn": n, "local": local} for m in BM_CHOICES for n in BN_CHOICES
+        first = {"bm": bm, "bn": 8 if tiles >= 8 else 4, "local": [1, 4, 1]}
+        others = [{"bm": m, "bn": n, "local": local} for m in choices for n in BN_CHOICES
                   for local in ([1, 4, 1], [4, 1, 1], None)]
         return [first] + [p for p in others if p != first]
 
@@ -198,12 +226,24 @@ class Winograd(ConvAlgorithm):
         if why is not None:
             raise ShapeError(layer.name, layer.type, f"{self.name}: {why}")
         m, alpha2 = self.tile, (self.tile + 2) ** 2
-        bm, bn = int(params.get("bm", 8)), int(params.get("bn", 4))
-        if bm not in BM_CHOICES or bn not in BN_CHOICES:
-            raise ShapeError(layer.name, layer.type, f"{self.name}: tile parameters bm={bm}, "
-                             f"bn={bn}; expected bm in {BM_CHOICES}, bn in {BN_CHOICES}")
         tiles_h, tiles_w, tiles = self.geometry(problem)
-        nt_pad, cout_pad = round_up(tiles, bn), round_up(problem.cout, bm)
+        gemm = params.get("gemm")
+        if gemm is not None:
+            if gemm not in GPU_PARAMETER_SETS:
+                raise ShapeError(layer.name, layer.type, f"{self.name}: {gemm} is not one of "
+                                 "gemm_params.py's GPU parameter sets (gemm_tiled)")
+            nt_pad, cout_pad, *_ = self._gemm_shape(problem, tiles)
+        else:
+            bm, bn = int(params.get("bm", 8)), int(params.get("bn", 4))
+            if bm not in BM_CHOICES or bn not in BN_CHOICES:
+                raise ShapeError(layer.name, layer.type, f"{self.name}: tile parameters "
+                                 f"bm={bm}, bn={bn}; expected bm in {BM_CHOICES}, bn in "
+                                 f"{BN_CHOICES}, or a gemm set")
+            if bm > 8 and not wide_vectors(layer.runtime.device):
+                raise ShapeError(layer.name, layer.type, f"{self.name}: bm={bm} needs float16 "
+                                 "vectors, which this device's compiler cannot build "
+                                 "(kuiper/opencl/vector_width.py): bm 4 or 8")
+            nt_pad, cout_pad = round_up(tiles, bn), round_up(problem.cout, bm)
         c, cout = problem.c, problem.cout
         _, h, w = problem.size
         _, oh, ow = problem.out
@@ -236,11 +276,18 @@ class Winograd(ConvAlgorithm):
                         i32(pad_left), i32(tiles_h), i32(tiles_w), i32(tiles), i32(nt_pad))
         launches.append(grouped_launch(kernel, (c * tiles,), TRANSFORM_LOCAL))
 
-        options = common + prefetch_options(layer.runtime.device) + [f"-DBM={bm}", f"-DBN={bn}"]
-        kernel = layer.kernel("winograd_gemm", options, stem=KERNEL_FILE)
-        kernel.set_args(u_buf, v.data, products.data, i32(cout_pad), i32(c), i32(nt_pad))
-        launches.append(grouped_launch(kernel, (cout_pad // bm, nt_pad // bn, alpha2),
-                                params.get("local")))
+        if gemm is not None:    # M[p] (tiles x Cout) = V[p]^T (A, stored Cin x tiles) @ U[p]
+            launches.append(weight_gemm_launch(
+                layer, nt_pad, cout_pad, c, v.data, c * nt_pad, u_buf, c * cout_pad,
+                products.data, nt_pad * cout_pad, groups=alpha2, params=gemm,
+                options=common + ["-DTILED_PRODUCTS=1"], stem=KERNEL_FILE))
+        else:
+            options = (common + prefetch_options(layer.runtime.device)
+                       + [f"-DBM={bm}", f"-DBN={bn}"])
+            kernel = layer.kernel("winograd_gemm", options, stem=KERNEL_FILE)
+            kernel.set_args(u_buf, v.data, products.data, i32(cout_pad), i32(c), i32(nt_pad))
+            launches.append(grouped_launch(kernel, (cout_pad // bm, nt_pad // bn, alpha2),
+                                           params.get("local")))
 
         epilogue = ops.epilogue.opencl_options() if ops.epilogue else []
         kernel = layer.kernel("winograd_output", common + epilogue, stem=KERNEL_FILE)

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from kuiper.errors import KuiperError
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cost_model import best_gemm_params
@@ -55,17 +56,24 @@ def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_st
                        b_batch_stride: int, c, c_batch_stride: int, bias=None,
                        bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1,
                        params: dict | None = None, epilogue=None, residual=None,
-                       options: Sequence[str] = ()) -> Launch:
+                       options: Sequence[str] = (), stem: str | None = None) -> Launch:
     """Bind gemm.h for C[z] = A[z % groups] @ B[z], z < batch*groups (arguments are buffers).
 
     The kernel comes from the layer's own program (its .cl file includes gemm.h and may set
     TRANS_A / TRANS_B), built with the parameter set's -D options (None: the cost model's
     choice for this shape, cost_model.py) and the epilogue's (layers/common/epilogue.py), whose
     residual buffer `residual` the store reads at the flat index of C; `options` are more -D
-    options of the layer's program (linear.cl's TRANS_B)."""
+    options of the layer's program (linear.cl's TRANS_B); `stem`: another clkernels/ file that
+    includes gemm.h (Winograd's products), instead of the layer's own."""
     if params is None:
         params = best_gemm_params(layer.runtime.device, m, n, k, batch * groups)
-    kernel = layer.kernel(params["kernel"], program_options(params, epilogue) + list(options))
+    elif not fits(params, layer.runtime.device):   # a forced or tuned set: a clear error
+        raise KuiperError(f"GEMM parameter set {describe_params(params)} cannot run on "
+                          f"{layer.runtime.device.name.strip()} (work-group size, local "
+                          "memory, or 16-wide vectors its compiler cannot build)")
+    options = program_options(params, epilogue) + list(options)
+    kernel = (layer.kernel(params["kernel"], options) if stem is None
+              else layer.kernel(params["kernel"], options, stem=stem))
     i32 = np.int32
     kernel.set_args(i32(m), i32(n), i32(k), a, i32(a_group_stride), b, i32(b_batch_stride),
                     c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),

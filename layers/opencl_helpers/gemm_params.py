@@ -7,6 +7,7 @@ and gemm.py asks the cost model for the best one: each imports this file, not th
 from __future__ import annotations
 
 from kuiper.opencl.runtime import is_cpu
+from kuiper.opencl.vector_width import wide_vectors
 
 # A *parameter set* is a dict naming the kernel family and its -D sizes (see gemm_tiled.h and
 # gemm_blocked.h), e.g. {"kernel": "gemm_tiled", "TILE_M": 128, ...}; plain JSON, so the tuning
@@ -147,6 +148,8 @@ def fits(params: dict, device) -> bool:
     """False when the device cannot run `params` (too many work-items, too much local memory)."""
     if work_group_size(params) > int(device.max_work_group_size):
         return False
+    if params["kernel"] == "gemm_blocked" and params["BLOCK_N"] > 8 and not wide_vectors(device):
+        return False   # float16 rows: this device's compiler cannot build them (vector_width.py)
     if params["kernel"] == "gemm_tiled":  # two buffers of each slab, one spare column per row
         words = 2 * params["TILE_K"] * (params["TILE_M"] + params["TILE_N"] + 8)
         return words * 4 <= int(device.local_mem_size)

@@ -82,7 +82,11 @@ def torch_conv(case: ConvCase, x, w, b) -> np.ndarray:
 
 
 def run_forced(case: ConvCase, x, w, b, algorithm: str, params: dict | None = None):
-    """(output, the conv layer) with `algorithm` forced (params None) or pinned to `params`."""
+    """(output, the conv layer) with `algorithm` forced (params None) or pinned to `params`;
+    skipped where the device's compiler cannot build the kernel's 16-wide vectors."""
+    from tests.opencl.conv_harness import skip_where_too_wide
+
+    skip_where_too_wide(algorithm, params)
     weights = {"weight": w} if b is None else {"weight": w, "bias": b}
     choice = (conv_algorithms.forced(algorithm) if params is None
               else conv_select.pinned(algorithm, params))

@@ -259,3 +259,42 @@ def test_winograd_networks_stay_within_the_model_tolerance(export_model, rng, na
         import kuiper
         graph = kuiper.load(path, backend="opencl")
     assert sum(getattr(op.layer, "algorithm", "") == name for op in graph.operators) >= 10
+
+
+@pytest.mark.parametrize("name", WINOGRAD)
+def test_winograd_every_parameter_set_of_the_tiled_products(rng, name):
+    """GPUs run the 36 (16) products through gemm.h's tiled GEMM: every gemm_tiled set that
+    fits the device (F(2x2): every other one; the same kernel), forced here on whatever device
+    the suite has, computes the same. Odd tiles and channels: the padding to float4s and the
+    GEMM's edges both matter."""
+    from kuiper.layers.opencl_helpers.gemm_params import GPU_PARAMETER_SETS, fits
+    from kuiper.opencl.runtime import OpenCLRuntime
+
+    device = OpenCLRuntime.shared().device
+    case = ConvCase((2, 19, 13, 10), 37, (3, 3), padding=(1, 1))
+    x, w, b = case.tensors(rng)
+    expected = torch_reference(x, w, b, padding=1)
+    sizes = term_sizes(x, w, padding=1) + np.abs(b)[:, None, None]
+    sets = [{"gemm": p} for p in GPU_PARAMETER_SETS if fits(p, device)]
+    assert len(sets) >= 3
+    sets = sets if name == "winograd_f4x4" else sets[::2]
+    for params in sets:
+        y, layer = run_forced(case, x, w, b, name, params=params)
+        assert layer.algorithm_params == params
+        assert_winograd_close(name, y, expected, sizes)
+
+
+def test_winograd_gpu_parameter_sets_put_the_tiled_products_first():
+    """On a GPU the cost model's gemm set comes first, then the register blocks, all JSON."""
+    class FakeGPU:
+        name, vendor, version, driver_version = "Fake GPU", "NVIDIA Corporation", "3.0", "1"
+        max_compute_units, max_clock_frequency = 132, 1755
+        max_work_group_size, local_mem_size = 1024, 49152
+        preferred_vector_width_float = 1
+        type = 4   # CL_DEVICE_TYPE_GPU
+
+    problem = make_problem((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
+    sets = ALGORITHMS["winograd_f4x4"].parameter_sets(problem, FakeGPU())
+    assert "gemm" in sets[0] and sets[0]["gemm"]["kernel"] == "gemm_tiled"
+    assert any("bm" in p for p in sets)
+    assert json.loads(json.dumps(sets)) == sets
