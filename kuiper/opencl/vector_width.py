@@ -74,12 +74,22 @@ print("ok" if ok else "wrong")
 _known: dict[str, bool] = {}
 
 
+CL_DEVICE_TYPE_CPU = 2   # the OpenCL constant (pyopencl's device_type.CPU)
+
+
+def pocl_cpu(device: Any) -> bool:
+    """Whether `device` is one of PoCL's CPU devices (None, or a stand-in without a platform
+    as the cost model's tests use, is not). The runtime imports this module, so it does not
+    import the runtime back for `compiles_to_native_cpu`, which asks the same."""
+    platform = getattr(device, "platform", None)
+    return (platform is not None and bool(int(device.type) & CL_DEVICE_TYPE_CPU)
+            and "portable computing language" in platform.name.lower())
+
+
 def wide_vectors(device: Any) -> bool:
     """Whether kernels for `device` may use 16-wide vectors (see the module docstring)."""
-    from kuiper.opencl.runtime import compiles_to_native_cpu
-
-    if getattr(device, "platform", None) is None or not compiles_to_native_cpu(device):
-        return True   # (None or a stand-in without a platform: the cost model's tests)
+    if not pocl_cpu(device):
+        return True
     if os.environ.get(ENV) in ("8", "16"):
         return os.environ[ENV] == "16"
     from kuiper.opencl.tuning import device_key

