@@ -105,7 +105,9 @@ def compiles_to_native_cpu(device) -> bool:
     """Whether kernels for `device` become native CPU code through Clang (PoCL's CPU devices),
     so that Clang builtins such as __builtin_prefetch work. Oclgrind also says it is a CPU, but
     it interprets the code and stops at such a builtin."""
-    return is_cpu(device) and "portable computing language" in device.platform.name.lower()
+    from kuiper.opencl.vector_width import pocl_cpu
+
+    return pocl_cpu(device)
 
 
 def list_devices() -> list[tuple[str, str, object]]:

@@ -79,8 +79,8 @@ CL_DEVICE_TYPE_CPU = 2   # the OpenCL constant (pyopencl's device_type.CPU)
 
 def pocl_cpu(device: Any) -> bool:
     """Whether `device` is one of PoCL's CPU devices (None, or a stand-in without a platform
-    as the cost model's tests use, is not). The runtime imports this module, so it does not
-    import the runtime back for `compiles_to_native_cpu`, which asks the same."""
+    as the cost model's tests use, is not): the one test, which the runtime's
+    `compiles_to_native_cpu` asks too (this module does not import the runtime back)."""
     platform = getattr(device, "platform", None)
     return (platform is not None and bool(int(device.type) & CL_DEVICE_TYPE_CPU)
             and "portable computing language" in platform.name.lower())
