@@ -3,8 +3,8 @@
 // kernel of depth 1, and a 1-D one as (N, C, 1, 1, L); a unit axis costs nothing but a table
 // lookup per output row.
 //
-// The host's selector (layers/opencl_helpers/conv_select.py) chooses among the algorithms of
-// layers/opencl_helpers/conv_im2col_gemm.py (those that use this file) and others. General case
+// The host's selector (layers/opencl_conv/selector.py) chooses among the algorithms of
+// layers/opencl_conv/im2col_gemm.py (those that use this file) and others. General case
 // (`im2col_gemm`), two launches:
 //   im2col: cols[n][c][a][i][j][(oz*OH + oy)*OW + ox]
 //               = xpad[n][c][oz*SD + a*DD][oy*SH + i*DH][ox*SW + j*DW]

@@ -4,7 +4,7 @@
 // channel multiplier too (output channel o reads input channel o / MULT), any dilation and any
 // padding mode; 3-D volumes as well (the depth axis is a loop). The kernel selector picks it for
 // every depthwise convolution (a GEMM with K = 9 has nothing to tile; see
-// layers/opencl_helpers/conv_depthwise.py for the cost model).
+// layers/opencl_conv/depthwise.py for the cost model).
 //
 // Why it is faster than conv2d.cl's `depthwise` (one work-item per output row, the kernel size
 // a runtime loop, a table lookup per tap and output): the kernel size, stride and dilation are

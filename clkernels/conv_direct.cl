@@ -3,8 +3,8 @@
 // Good for: CPU devices (PoCL), 2-D (and 1-D) convolutions with zero padding and enough output
 // channels to fill a vector (16 per group or more), above all stride 2 and kernels larger than
 // 3x3, which Winograd cannot take and whose column matrix (im2col_gemm) is as big as the
-// product is long to compute. The selector (layers/opencl_helpers/conv_select.py) picks it
-// when the cost model (layers/opencl_helpers/conv_direct.py) says it is the cheapest.
+// product is long to compute. The selector (layers/opencl_conv/selector.py) picks it
+// when the cost model (layers/opencl_conv/direct.py) says it is the cheapest.
 //
 // The convolution as gemm_blocked's matrix product with the roles of the operands swapped:
 //
@@ -126,7 +126,7 @@ inline void store_channels(__global float *y, const float16 sum, __global const 
 #define LOAD_WEIGHTS const float16 w0 = wk[k]
 #endif
 // PREFETCH_STEPS (PoCL's CPU devices): ask for the weights that many steps ahead: they come
-// from main memory (layers/opencl_helpers/conv_launch.py has the measurements).
+// from main memory (layers/opencl_conv/launch.py has the measurements).
 // __builtin_prefetch is Clang's (OpenCL's `prefetch()` made no difference under PoCL). A
 // prefetch never faults; the loop still clamps the step to the last one, with a conditional:
 // PoCL's min() is a call, and cost 2x here.

@@ -4,8 +4,8 @@
 // described as 3-D by the host; any padding mode), above all those whose column matrix would
 // be large: big images, 3x3 and larger kernels, batch > 1. The im2col path (conv2d.cl) first
 // writes Cin*taps*pixels floats to global memory and the GEMM reads them back; here the GEMM's
-// B operand is never stored. The selector (layers/opencl_helpers/conv_select.py) picks it when
-// the cost model (layers/opencl_helpers/conv_implicit_gemm.py) says it is the cheapest, which
+// B operand is never stored. The selector (layers/opencl_conv/selector.py) picks it when
+// the cost model (layers/opencl_conv/implicit_gemm.py) says it is the cheapest, which
 // is when the column matrix's traffic costs more than the few extra index operations below.
 //
 // The convolution as a matrix product, per group g (z = get_group_id(2) = slice * G + g):
@@ -46,7 +46,7 @@
 #define SPLIT_K 0
 #endif
 
-// The arguments both kernels take, in this order (layers/opencl_helpers/conv_implicit_gemm.py).
+// The arguments both kernels take, in this order (layers/opencl_conv/implicit_gemm.py).
 #define IMPLICIT_GEMM_ARGS                                                                    \
     __global const float *x, __global const float *w, __global const float *bias,             \
     const int has_bias, __global const float *residual, __global float *y,                    \

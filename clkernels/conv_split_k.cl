@@ -6,7 +6,7 @@
 // K axis in S slices instead: S times more work-groups, each walking K/S, each writing its
 // partial sums to a scratch buffer (the layer's workspace), and a second, cheap kernel adds the
 // S partial sums, the bias and the fused epilogue. The selector picks it when the cost model
-// (layers/opencl_helpers/conv_split_k.py) says the extra pass costs less than the idle units.
+// (layers/opencl_conv/split_k.py) says the extra pass costs less than the idle units.
 //
 // The slices are computed by the implicit GEMM of conv_implicit_gemm.cl, built with SPLIT_K=1:
 // slice s = get_group_id(2) / G walks k in [s*K_SLICE, (s+1)*K_SLICE) and stores raw sums at

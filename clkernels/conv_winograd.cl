@@ -4,8 +4,8 @@
 // bottlenecks) with enough channels that the matrix products dominate the transforms. F(4x4)
 // does 36 multiplies where direct convolution does 144 per 4x4 outputs and input channel
 // (4x fewer), F(2x2) 16 where direct does 36 (2.25x fewer). The kernel selector
-// (layers/opencl_helpers/conv_select.py) picks it from the cost model of
-// layers/opencl_helpers/conv_winograd.py, which also derives the matrices written out below
+// (layers/opencl_conv/selector.py) picks it from the cost model of
+// layers/opencl_conv/winograd.py, which also derives the matrices written out below
 // and explains why the result is less accurate than the direct sum.
 //
 // Four kernels, launched in this order (ALPHA = TILE_OUT + 2 = 6 or 4, P = ALPHA^2 positions):

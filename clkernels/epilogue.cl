@@ -1,5 +1,5 @@
 // epilogue.cl: a fused epilogue as one pass of its own, for producers whose kernels do not
-// apply it in their store (layers/opencl_helpers/epilogue.py).
+// apply it in their store (kuiper/opencl/execution/epilogue_step.py).
 //
 // When the passes fuse `conv -> add(residual) -> relu`, the add and the ReLU no longer run as
 // operators. A convolution whose kernels call kuiper_epilogue() in their store does the work

@@ -3,7 +3,7 @@
 // `conv -> add(residual) -> relu` costs three passes over the output if each operator is its own
 // kernel; applied in the producer's store, the add and the ReLU read one more value and cost
 // nothing else (TFLite GPU's "linkable" operators). Which operators fuse is decided once for the
-// graph (kuiper/passes/, layers/common/epilogue.py); the host then builds the producer's program
+// graph (kuiper/passes/, kuiper/passes/epilogue.py); the host then builds the producer's program
 // with these options:
 //
 //   -DEPI_ACT(x)=<expression>   what happens to v before the residual add: the fused activations

@@ -13,7 +13,7 @@
 //
 // Two kernel families with the same arguments, one file each, plus gemv for a few rows; every
 // tile size is a -D option, so one source gives many kernels, and the host
-// (layers/opencl_helpers/gemm_params.py) lists the parameter sets the cost model and
+// (layers/opencl_gemm/parameter_sets.py) lists the parameter sets the cost model and
 // `kuiper tune` choose from:
 //
 //   gemm_tiled.h    GPUs: local-memory tiles, double-buffered, 8x8 register blocks per
@@ -55,7 +55,7 @@
 #endif
 
 // The arguments of all three kernels, in this order: the host binds any of them with one
-// set_args (weight_gemm_launch in layers/opencl_helpers/gemm.py).
+// set_args (weight_gemm_launch in layers/opencl_gemm/launch.py).
 #define GEMM_ARGS                                                                             \
     const int M, const int N, const int K, __global const float *A, const int a_group_stride, \
     __global const float *B, const int b_batch_stride, __global float *C,                     \

@@ -1,6 +1,6 @@
 // gemm_blocked.h: the CPU GEMM (included by gemm.h, which documents the arguments).
 //
-// Good for: CPU devices (PoCL). The selector (layers/opencl_helpers/conv_select.py) uses it on
+// Good for: CPU devices (PoCL). The selector (layers/opencl_conv/selector.py) uses it on
 // every device of type CPU. A CPU has no scratchpad to manage (its caches do that job) and runs
 // a work-group as a loop over its work-items, cut in pieces at every barrier: the GPU kernel's
 // local-memory tiles cost more than they save there (20x slower under PoCL). What a CPU needs:

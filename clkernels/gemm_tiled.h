@@ -1,7 +1,7 @@
 // gemm_tiled.h: the GPU GEMM (included by gemm.h, which documents the arguments).
 //
 // Good for: GPUs, where a work-group's local memory is a fast scratchpad shared by its
-// work-items. The selector (layers/opencl_helpers/conv_select.py) uses it on every device that
+// work-items. The selector (layers/opencl_conv/selector.py) uses it on every device that
 // is not a CPU; the cost model or `kuiper tune` picks the tile sizes, all -D options:
 //
 //   TILE_M x TILE_N  the tile of C one work-group computes (32..256 x 32..128)
@@ -32,7 +32,7 @@
 //
 // Measured on an NVIDIA H100 80GB HBM3 (NVIDIA OpenCL, driver 580.159.04, fp32 peak ~67
 // TFLOP/s), median of 10 kernel times from profiling events, TFLOP/s at 4096^3 (the table of
-// every set, with convolution shapes, is in layers/opencl_helpers/gemm_params.py):
+// every set, with convolution shapes, is in layers/opencl_gemm/parameter_sets.py):
 //
 //   TILE_MxTILE_NxTILE_K  WPT   VEC LDS_VEC  A stored M x K   A stored K x M (TRANS_A)
 //   256x128x8             16x8  4   1        38.4             42.8  (64% of peak)
@@ -47,8 +47,8 @@
 // M x K (their A), transposed convolutions K x M.
 // Tile sizes matter most for the shape: wide tiles leave SMs idle on small problems (ResNet-18
 // stage 4 at batch 1: 0.35 TFLOP/s with 128x128, 1.24 with 32x32), which is why the cost
-// model (layers/opencl_helpers/cost_model.py) counts work-groups per compute unit. The full
-// table is in layers/opencl_helpers/gemm_params.py.
+// model (layers/opencl_gemm/cost.py) counts work-groups per compute unit. The full
+// table is in layers/opencl_gemm/parameter_sets.py.
 
 #ifndef KUIPER_GEMM_TILED_H
 #define KUIPER_GEMM_TILED_H

@@ -5,7 +5,7 @@
 // and more: with one row, 7 of every 8 multiply-adds are thrown away, and the weight, which is
 // the whole cost of such a layer, is read through gathers. The selector offers this kernel for
 // linear layers (TRANS_B: the weight W stored N x K) with at most GEMV_MAX_ROWS rows
-// (layers/opencl_helpers/gemm_params.py); it is bound by memory: reading W once.
+// (layers/opencl_gemm/parameter_sets.py); it is bound by memory: reading W once.
 //
 // Each output C[r, j] is one dot product of two contiguous rows, A[r, :] (the input) and
 // W[j, :], read 8 values at a time as float8 (a SIMD register on a CPU). Any layout computes

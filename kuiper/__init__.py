@@ -32,11 +32,9 @@ def _use_checkout_folders() -> None:
 
 _use_checkout_folders()
 
-# The imports below need the mapping, hence after it.
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from kuiper.errors import (
+# The imports below need the mapping, hence after it. This file is the front door: it names
+# what users and plugin authors use, and holds no code of its own (kuiper/DESIGN.md, floors).
+from kuiper.core.errors import (
     ConversionError,
     ExpressionError,
     GraphError,
@@ -52,18 +50,18 @@ from kuiper.errors import (
     ShapeError,
     UnsupportedOperatorError,
 )
-from kuiper.graph import GraphState, Port, RuntimeGraph
+from kuiper.core.limits import Limits
+from kuiper.core.log import KuiperWarning  # and the "kuiper" logger (kuiper/core/log.py)
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
+from kuiper.core.version import __version__
+from kuiper.graph.load import load
+from kuiper.graph.runtime_graph import GraphState, Port, RuntimeGraph
 
 # What a plugin's author writes layers with (kuiper/PLUGINS.md): the same bases and decorator
 # as Kuiper's own layers.
 from kuiper.layers.base import ElementwiseLayer, Layer
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.limits import Limits
-from kuiper.log import KuiperWarning  # and the "kuiper" logger (kuiper/log.py)
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
-
-__version__ = "0.1.0"
 
 __all__ = [
     "load", "RuntimeGraph", "GraphState", "Port", "TensorSpec", "register",
@@ -73,44 +71,3 @@ __all__ = [
     "RegistrationError", "PluginError", "ResourceError", "Limits", "ConversionError",
     "KuiperWarning",
 ]
-
-
-def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
-         backend: str = "cpu", input_shapes: Sequence[Sequence[int]] | None = None,
-         plugins: Sequence[str | os.PathLike] = (),
-         params: Mapping[str, Mapping[str, Any]] | None = None,
-         limits: Limits | None = None, passes: Sequence[str] | None = None,
-         **backend_options: Any) -> RuntimeGraph:
-    """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
-
-    `input_shapes` overrides the shapes the model was exported with (needed when the export has
-    dynamic dims). `plugins` are modules or files with layers of your own, `params` parameters
-    per type that the file lacks (kuiper/PLUGINS.md). `limits` caps the memory a model may
-    ask for (kuiper/limits.py: one tensor, and all activations). OpenCL options:
-    `device="0:1"` (as PYOPENCL_CTX), `out_of_order=True`, `profiling=True`. CPU option:
-    `fuse=False` runs every activation and residual add as its own step instead of fusing it
-    into the convolution, linear or matmul before it (the same as leaving out the
-    fuse_epilogues pass); `threads=2` limits NumPy's BLAS to 2 threads while this graph runs.
-
-    `passes`: the graph passes to run, by name (kuiper/passes/: fold_constants,
-    eliminate_dead, eliminate_noops, fuse_epilogues, plan_memory); None runs them all, and
-    `graph.plan.describe()` says what each one changed.
-
-    `with kuiper.load(...) as g:` (or `g.close()`) releases the weights' mapping and the
-    device buffers. Inputs and outputs by name: kuiper/named_io.py.
-
-    An ONNX file or a TorchScript `.pt` is converted with pnnx first, at `input_shapes`, and
-    the result cached (kuiper/convert.py).
-    """
-    from kuiper import convert
-
-    if convert.is_convertible(param_path):
-        if bin_path is not None:
-            raise KuiperError(f"{param_path}: bin_path belongs to a .pnnx.param; an ONNX or "
-                              "TorchScript file is converted whole (leave bin_path out)")
-        param_path = convert.to_pnnx(param_path, input_shapes)
-    graph = RuntimeGraph(param_path, bin_path, backend=backend, plugins=plugins, params=params,
-                         limits=limits, passes=passes, **backend_options)
-    graph.init()
-    graph.build(input_shapes)
-    return graph

@@ -1,5 +1,5 @@
 """`python -m kuiper ...` is the same as the `kuiper` command."""
 
-from kuiper.tools.cli import main
+from kuiper.cli.main import main
 
 raise SystemExit(main())

@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kuiper import limits
-from kuiper.errors import ShapeError
-from kuiper.ir import RuntimeOperator
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core import limits
+from kuiper.core.errors import ShapeError
+from kuiper.core.ir import RuntimeOperator
+from kuiper.core.tensor_spec import TensorSpec
 
 Activate = Callable[[np.ndarray, np.ndarray], object]
 
@@ -30,7 +30,7 @@ def finish_output(y: Any, inputs: Sequence[Any], epilogue: Any = None, residual:
                   out: np.ndarray | None = None) -> Any:
     """A producer's result, with its fused epilogue applied and in `out` when one is given.
 
-    The epilogue (layers/common/epilogue.py) works in place, which needs an array of the
+    The epilogue (kuiper/passes/epilogue.py) works in place, which needs an array of the
     layer's own: one that shares no memory with an input (an expression like `@0` returns its
     input itself, and the input may still be needed), else it works on a copy. `out` is a
     preallocated output (the CPU workspace, for layers whose class sets `writes_into`); a layer
@@ -57,7 +57,7 @@ class Layer:
     # Epilogue fusion (kuiper/passes/fuse_epilogues.py): an activation or a residual add right
     # after a convolution need not be a separate pass over memory. A layer that sets
     # `accepts_epilogue` has one output and takes `forward(inputs, epilogue=e, residual=r)`,
-    # applying the Epilogue `e` (layers/common/epilogue.py) to its output as it writes it
+    # applying the Epilogue `e` (kuiper/passes/epilogue.py) to its output as it writes it
     # (`finish_output` does it for most). An activation that may be fused that way sets
     # `fusable_activation`: its `in_place_form()` or `forward` computes it on the CPU, its
     # OpenCL twin's `expr` on the device.
@@ -96,7 +96,7 @@ class Layer:
         return self.op.error(message, ShapeError)  # type: ignore[return-value]
 
     def check_budget(self, shape: Sequence[int], dtype: Any) -> None:
-        """Refuse a tensor above the memory budget (kuiper/limits.py) before building anything
+        """Refuse a tensor above the memory budget (kuiper/core/limits.py) before building anything
         for it: for layers whose `infer` allocates tables sized by the output (Upsample)."""
         limits.current().check_tensor(shape, np.dtype(dtype).itemsize,
                                       f"operator '{self.name}' ({self.type})")

@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kuiper.errors import KernelBuildError
+from kuiper.core.errors import KernelBuildError
 from kuiper.layers.base import Layer
-from kuiper.registry import cpu_base, is_kuipers
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import cpu_base, is_kuipers
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @dataclass
@@ -59,7 +59,7 @@ class OpenCLLayer(Layer):
     kernel_path: ClassVar[str | os.PathLike | None] = None
     kernel_code: ClassVar[str | None] = None
     # The executor checks every kernel argument bound to an operand's buffer against the
-    # operand's dtype (kuiper/opencl/element_types.py): `float` for float32, `uchar` for uint8
+    # operand's dtype (kuiper/opencl/device/element_types.py): `float` for float32, `uchar` for uint8
     # or bool, `float2` for complex64 ... A layer whose kernels read a dtype another way says
     # so here, {"complex64": ("float",)} for complex numbers read as pairs of floats.
     element_types: ClassVar[dict[str, tuple[str, ...]]] = {}
@@ -70,14 +70,14 @@ class OpenCLLayer(Layer):
     runtime: Any = None
     host_fallback: Any = None  # a HostFallback, see fall_back_to_host
     launches: list[Launch]
-    # A fused epilogue (layers/common/epilogue.py), set by the executor before bind() on layers
+    # A fused epilogue (kuiper/passes/epilogue.py), set by the executor before bind() on layers
     # whose class sets `accepts_epilogue`; `residual` is then the device array it adds (or None).
     epilogue: Any = None
     residual: Any = None
     # True when the layer's own kernels carry `epilogue` out in their store; otherwise the
     # executor runs it as a separate kernel after the layer's launches.
     epilogue_in_kernel: ClassVar[bool] = False
-    # Set by the executor before allocate_outputs / bind (kuiper/memory/device.py): the arrays
+    # Set by the executor before allocate_outputs / bind (kuiper/opencl/execution/device_memory.py): the arrays
     # the memory planner gave this layer's outputs, and where its workspaces come from.
     planned_outputs: list[Any] | None = None
     workspaces: Any = None
@@ -170,7 +170,7 @@ class OpenCLLayer(Layer):
         """A scratch device array for this layer's own intermediate results (im2col's column
         matrix, Winograd's transformed tiles, split-K's partial sums): valid only while the
         layer's launches run, so the memory planner may hand the same memory to other layers.
-        Call from bind(). The executor sets `workspaces` (kuiper/memory/device.py), which
+        Call from bind(). The executor sets `workspaces` (kuiper/opencl/execution/device_memory.py), which
         carves it out of one scratch buffer shared by every layer."""
         if self.workspaces is not None:
             return self.workspaces.take(tuple(shape), dtype)
@@ -213,7 +213,7 @@ class OpenCLLayer(Layer):
 class HostFallback:
     """Runs a CPU layer inside an OpenCL graph: download inputs, forward, upload outputs.
 
-    The registry's fallback rule (kuiper/registry.py, FALLBACK) gives an OpenCL graph the CPU
+    The registry's fallback rule (kuiper/core/registry.py, FALLBACK) gives an OpenCL graph the CPU
     layer of an operator that has no OpenCL twin; the executor wraps it in this, so it binds and
     enqueues like any OpenCL layer. It costs two copies and a host wait: `kuiper info` marks such
     operators, and `graph.fallbacks` lists them.

@@ -1,7 +1,7 @@
 """The errors of reading a model: the bottom of Kuiper's error hierarchy.
 
 The parser is the lowest layer of the engine: it reads text and zip files and knows nothing of
-graphs, layers or devices. So the errors it raises live here, beside it, and `kuiper.errors`
+graphs, layers or devices. So the errors it raises live here, beside it, and `kuiper.core.errors`
 (the engine's full hierarchy) builds on them and re-exports them: a user catches
 `kuiper.KuiperError` for anything Kuiper raises on purpose, and `kuiper.ModelFormatError` for a
 bad file, without caring which layer raised it.

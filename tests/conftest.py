@@ -23,7 +23,7 @@ BACKENDS = ["cpu", "opencl"]
 
 def opencl_available() -> bool:
     try:
-        from kuiper.opencl.runtime import choose_device
+        from kuiper.opencl.device.runtime import choose_device
         choose_device()
         return True
     except Exception:  # noqa: BLE001 - any failure means "no device"
@@ -33,7 +33,7 @@ def opencl_available() -> bool:
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     if request.param == "opencl" and not opencl_available():
-        from kuiper.opencl.runtime import INSTALL_HINT
+        from kuiper.opencl.device.runtime import INSTALL_HINT
 
         pytest.skip(f"no OpenCL device: {INSTALL_HINT}")
     return request.param
@@ -46,7 +46,7 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture(scope="session", autouse=True)
 def conversion_cache(tmp_path_factory) -> None:
-    """Models that tests convert with pnnx (kuiper/convert.py) go to a temporary cache, not
+    """Models that tests convert with pnnx (kuiper/graph/convert.py) go to a temporary cache, not
     the user's ~/.cache/kuiper (children started by tests inherit the variable)."""
     os.environ.setdefault("KUIPER_CACHE_DIR", str(tmp_path_factory.mktemp("kuiper-cache")))
 

@@ -14,7 +14,7 @@ def layer_file(op_type: str, backend: str = "cpu") -> str:
         layer_file("nn.ReLU", "opencl")    -> "layers/opencl/relu.py"
 
     An unknown type raises kuiper.UnsupportedOperatorError (the registry already does).
-    Hint: `kuiper.registry.lookup(op_type, backend)` returns the layer class, and every Python
+    Hint: `kuiper.core.registry.lookup(op_type, backend)` returns the layer class, and every Python
     class knows the module it was defined in.
     """
     raise NotImplementedError("lesson 1: write layer_file in course_notes/01_tour/exercises.py")

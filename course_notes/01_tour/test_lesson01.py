@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.tools.course import implementation
+from kuiper.cli.course import implementation
 
-REFERENCE = {"layer_file": "kuiper.registry:layer_file"}
+REFERENCE = {"layer_file": "kuiper.core.registry:layer_file"}
 ex = implementation(__file__, REFERENCE)
 ROOT = Path(kuiper.__file__).resolve().parents[1]  # the checkout kuiper runs from
 
 
 def test_the_demo_model_loads_and_classifies_digits():
-    from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
 
     data = np.load(DIGITS_TEST)
     graph = kuiper.load(DIGITS_PARAM, input_shapes=[data["images"].shape])

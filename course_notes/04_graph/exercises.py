@@ -1,16 +1,16 @@
 """Lesson 4 exercises: put a graph's operators in an order where producers run first.
 
 Fill in the functions, then run `kuiper course check 4`. You may use `successors(op)` and
-`predecessors(op)` from kuiper.topo (the distinct consumers / producers of an operator).
+`predecessors(op)` from kuiper.graph.topo (the distinct consumers / producers of an operator).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kuiper.errors import GraphError  # noqa: F401 - raise it for a cycle
-from kuiper.ir import RuntimeOperator
-from kuiper.topo import predecessors, successors  # noqa: F401 - your building blocks
+from kuiper.core.errors import GraphError  # noqa: F401 - raise it for a cycle
+from kuiper.core.ir import RuntimeOperator
+from kuiper.graph.topo import predecessors, successors  # noqa: F401 - your building blocks
 
 
 def dfs_iterative(ops: Sequence[RuntimeOperator]) -> list[RuntimeOperator]:

@@ -3,13 +3,13 @@
 import pytest
 
 from kuiper import GraphError
-from kuiper.graph import RuntimeGraph
-from kuiper.tools.course import implementation
-from kuiper.topo import predecessors
+from kuiper.graph.runtime_graph import RuntimeGraph
+from kuiper.cli.course import implementation
+from kuiper.graph.topo import predecessors
 
 REFERENCE = {
-    "dfs_iterative": "kuiper.topo:dfs_iterative",
-    "level_schedule": "kuiper.topo:level_schedule",
+    "dfs_iterative": "kuiper.graph.topo:dfs_iterative",
+    "level_schedule": "kuiper.graph.topo:level_schedule",
 }
 ex = implementation(__file__, REFERENCE)
 
@@ -51,7 +51,7 @@ def test_dfs_order_puts_producers_first(tmp_path, lines):
 
 
 def test_dfs_order_of_a_real_model():
-    from kuiper.tools.demo import DIGITS_PARAM
+    from kuiper.demo import DIGITS_PARAM
 
     ops = RuntimeGraph(DIGITS_PARAM).init().operators
     order = ex.dfs_iterative(list(reversed(ops)))  # the file order must not matter

@@ -1,7 +1,7 @@
 """Lesson 5 exercise: a Sigmoid layer, under every name PNNX writes for it.
 
 Fill in the class, then run `kuiper course check 5`. The test registers your class in place of
-the framework's with `kuiper.registry.override` (a plain `@register` would refuse: the
+the framework's with `kuiper.core.registry.override` (a plain `@register` would refuse: the
 framework's Sigmoid already owns those names) and runs it through the real loading path.
 """
 

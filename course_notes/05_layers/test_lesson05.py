@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from kuiper import registry
+from kuiper.core import registry
 from kuiper.layers.base import Layer
-from kuiper.tools.course import check_array, implementation
-from kuiper.tools.testing import run_operator
+from kuiper.cli.course import check_array, implementation
+from kuiper.testing import run_operator
 
 REFERENCE = {"Sigmoid": "kuiper.layers.cpu.activation:Sigmoid"}
 ex = implementation(__file__, REFERENCE)

@@ -49,8 +49,7 @@ def define_function(name: str, arity: int, kind: str, numpy_kernel: Callable[...
 
         from kuiper.parser.expression.tokenizer import Kind, tokenize
         from kuiper.parser.expression.functions import FUNCTIONS
-        from kuiper.parser.expression.evaluate import NUMPY, _PYTHON_BINARY
-        from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
+        from kuiper.parser.expression.evaluate import NUMPY, PYTHON_BINARY
 
     (careful: `from kuiper.parser.expression import evaluate` gives the FUNCTION evaluate, which
     the package re-exports, not the MODULE kuiper.parser.expression.evaluate with the tables).
@@ -59,15 +58,18 @@ def define_function(name: str, arity: int, kind: str, numpy_kernel: Callable[...
        one NAME token (Kind.NAME); otherwise raise ValueError (also when tokenize raises
        ExpressionError).
     2. parser (ast.py) finds a function's arity in FUNCTIONS (functions.py): add
-       Function(name, arity, arity, kind) there, unless the name is taken (raise ValueError).
+       Function(name, arity, arity, kind, opencl) there, unless the name is taken (raise
+       ValueError).
        Accept kind "float_unary" with arity 1, "float_binary" or "arith" with arity 2; anything
        else is a ValueError.
     3. RPN (rpn.py): nothing to do, Op(name, arity) works for any name. Check it!
     4. evaluator (the module kuiper.parser.expression.evaluate): add numpy_kernel to NUMPY; for
-       arity 2 also teach _PYTHON_BINARY how to apply it to two plain Python numbers (call
+       arity 2 also teach PYTHON_BINARY how to apply it to two plain Python numbers (call
        numpy_kernel on np.asarray(a), np.asarray(b) and return `.item()` of the result).
-    5. OpenCL (kuiper.layers.opencl_helpers.expression_codegen): if `opencl` is given (a C
-       expression over {a} and {b}, e.g. "log2({a})"), add it to FLOAT_C.
+    5. OpenCL: nothing more. The code generator (layers/opencl_helpers/expression_codegen.py)
+       sits floors above the parser, so the parser's table carries the C spelling (`opencl`,
+       a C expression over {a} and {b}, e.g. "log2({a})") and the generator reads it there
+       for a name its own table FLOAT_C lacks.
 
     Return the Function you added.
     """

@@ -6,13 +6,13 @@ import pytest
 from kuiper.parser.expression import Symbolic, format_rpn, parse, tokenize
 from kuiper.parser.expression.ast import Input, Literal
 from kuiper.parser.expression.rpn import Op
-from kuiper.tools.course import check_array, implementation, require_opencl
-from kuiper.tools.testing import run_operator
+from kuiper.cli.course import check_array, implementation, require_opencl
+from kuiper.testing import run_operator
 
 REFERENCE = {
     "to_rpn": "kuiper.parser.expression.rpn:to_rpn",
     "evaluate": "kuiper.parser.expression.evaluate:evaluate",
-    "define_function": "kuiper.layers.common.custom_functions:define_function",
+    "define_function": "kuiper.parser.expression.custom:define_function",
 }
 ex = implementation(__file__, REFERENCE)
 
@@ -76,10 +76,10 @@ def test_evaluate_symbolic_tensors():
 def tables():
     """Leave the function tables as they were, whatever the exercise did to them."""
     from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
-    from kuiper.parser.expression.evaluate import _PYTHON_BINARY, NUMPY
+    from kuiper.parser.expression.evaluate import PYTHON_BINARY, NUMPY
     from kuiper.parser.expression.functions import FUNCTIONS
 
-    saved = [(t, dict(t)) for t in (FUNCTIONS, NUMPY, _PYTHON_BINARY, FLOAT_C)]
+    saved = [(t, dict(t)) for t in (FUNCTIONS, NUMPY, PYTHON_BINARY, FLOAT_C)]
     yield
     for table, copy in saved:
         table.clear()

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from kuiper.tools.course import check_array, implementation
+from kuiper.cli.course import check_array, implementation
 
 REFERENCE = {
-    "softmax_topk": "kuiper.tools.postprocess:softmax_topk",
-    "box_iou": "kuiper.tools.postprocess:box_iou",
-    "decode_boxes": "kuiper.tools.postprocess:decode_boxes",
-    "nms": "kuiper.tools.postprocess:nms",
+    "softmax_topk": "kuiper.io.postprocess:softmax_topk",
+    "box_iou": "kuiper.io.postprocess:box_iou",
+    "decode_boxes": "kuiper.io.postprocess:decode_boxes",
+    "nms": "kuiper.io.postprocess:nms",
 }
 ex = implementation(__file__, REFERENCE)
 
@@ -80,7 +80,7 @@ def test_nms_of_nothing():
 
 @pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7])
 def test_nms_on_random_boxes_keeps_exactly_what_greedy_nms_keeps(threshold):
-    from kuiper.tools.postprocess import box_iou  # the framework's, as a measuring stick
+    from kuiper.io.postprocess import box_iou  # the framework's, as a measuring stick
 
     rng = np.random.default_rng(int(threshold * 10))
     xy = rng.uniform(0, 100, (200, 2)).astype(np.float32)

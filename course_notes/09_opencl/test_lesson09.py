@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kuiper.layers.opencl_base import round_up
-from kuiper.tools.course import check_array, implementation, require_opencl
+from kuiper.cli.course import check_array, implementation, require_opencl
 
 REFERENCE = {"relu_source": "clkernels/relu.cl"}
 ex = implementation(__file__, REFERENCE)
@@ -13,7 +13,7 @@ ex = implementation(__file__, REFERENCE)
 @pytest.fixture(scope="module")
 def runtime():
     require_opencl()
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     return OpenCLRuntime()
 
@@ -66,8 +66,8 @@ def test_relu_keeps_nan_and_infinities_as_pytorch_does(runtime, program):
 def test_relu_kernel_inside_a_model(runtime, program, monkeypatch):
     """Your kernel, bound by the real ReLU layer, running the demo model on OpenCL."""
     import kuiper
-    from kuiper.opencl.runtime import OpenCLRuntime
-    from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.opencl.device.runtime import OpenCLRuntime
+    from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
 
     original = OpenCLRuntime.program
 

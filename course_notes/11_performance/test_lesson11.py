@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.tools.bench import PROFILE_RUNS
-from kuiper.tools.course import implementation, require_opencl
-from kuiper.tools.demo import DIGITS_PARAM
+from kuiper.cli.bench import PROFILE_RUNS
+from kuiper.cli.course import implementation, require_opencl
+from kuiper.demo import DIGITS_PARAM
 
 REFERENCE = {
-    "cpu_profile": "kuiper.tools.bench:cpu_profile",
-    "opencl_profile": "kuiper.tools.bench:opencl_profile",
+    "cpu_profile": "kuiper.cli.bench:cpu_profile",
+    "opencl_profile": "kuiper.cli.bench:opencl_profile",
 }
 ex = implementation(__file__, REFERENCE)
 

@@ -9,13 +9,13 @@ seconds: those depend on the machine.
 import numpy as np
 import pytest
 
-from kuiper.errors import KuiperError
-from kuiper.layers.opencl_helpers import tiled_gemm
-from kuiper.tools.course import check_array, implementation, require_opencl
+from kuiper.core.errors import KuiperError
+from kuiper.course import tiled_gemm
+from kuiper.cli.course import check_array, implementation, require_opencl
 
 REFERENCE = {
-    "launch_sizes": "kuiper.layers.opencl_helpers.tiled_gemm:launch_sizes",
-    "tiled_gemm_source": "kuiper.layers.opencl_helpers.tiled_gemm:tiled_gemm_source",
+    "launch_sizes": "kuiper.course.tiled_gemm:launch_sizes",
+    "tiled_gemm_source": "kuiper.course.tiled_gemm:tiled_gemm_source",
 }
 ex = implementation(__file__, REFERENCE)
 
@@ -61,7 +61,7 @@ def source():
 @pytest.fixture(scope="module")
 def runtime(source):
     require_opencl()
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     return OpenCLRuntime(profiling=True)
 

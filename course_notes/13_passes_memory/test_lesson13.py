@@ -16,7 +16,7 @@ import pytest
 
 from kuiper.memory.lifetimes import Lifetime, align_up
 from kuiper.memory.strategies import Plan
-from kuiper.tools.course import implementation, require_opencl
+from kuiper.cli.course import implementation, require_opencl
 
 REFERENCE = {
     "lower_bound": "kuiper.memory.lifetimes:lower_bound",
@@ -307,7 +307,7 @@ def export(module, example, folder):
     import pnnx
     import torch
 
-    from kuiper.tools.course import quiet_output
+    from kuiper.cli.course import quiet_output
 
     folder.mkdir(parents=True, exist_ok=True)
     cwd = os.getcwd()
@@ -330,7 +330,7 @@ def real_model(tmp_path_factory):
     first, needs 1.30x; pooled buffers (greedy_in_order) 1.23x; a buffer each 3.3x.
     """
     import kuiper
-    from kuiper.tools.demo import DIGITS_PARAM
+    from kuiper.demo import DIGITS_PARAM
 
     exported = []
 

@@ -17,14 +17,14 @@ import torch
 
 import kuiper
 from kuiper.examples.layernorm2d.modules import LayerNorm2d as TorchLayerNorm2d
-from kuiper.tools.course import (
+from kuiper.cli.course import (
     check_array,
     implementation,
     quiet_output,
     require_opencl,
     student_mode,
 )
-from kuiper.tools.testing import run_operator, write_operator_model
+from kuiper.testing import run_operator, write_operator_model
 
 REFERENCE = {
     "LayerNorm2d": "kuiper.examples.layernorm2d.layers:LayerNorm2d",
@@ -130,7 +130,7 @@ def by_hand(plugin, tmp_path_factory):
     require_opencl()
     import pyopencl.array as cla
 
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     x = np.random.default_rng(16).standard_normal((2, 3, 5, 7)).astype(np.float32)
     wts = weights(3, 1e-5, seed=1)

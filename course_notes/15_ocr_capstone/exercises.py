@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 # helpers you may use in text_boxes: a rectangle's (width, height), and DB's unclip
-from kuiper.tools.ocr_postprocess import box_sides, unclip  # noqa: F401
+from kuiper.ocr.postprocess import box_sides, unclip  # noqa: F401
 
 
 def ctc_greedy_decode(probs: np.ndarray, charset: Sequence[str], blank: int = 0

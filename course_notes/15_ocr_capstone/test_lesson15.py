@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuiper.tools import ocr
-from kuiper.tools.course import check_array, implementation, require_opencl
+from kuiper.ocr import app as ocr
+from kuiper.cli.course import check_array, implementation, require_opencl
 
 REFERENCE = {
-    "ctc_greedy_decode": "kuiper.tools.ocr_postprocess:ctc_greedy_decode",
-    "label_components": "kuiper.tools.ocr_postprocess:label_components",
-    "min_area_box": "kuiper.tools.ocr_postprocess:min_area_box",
-    "text_boxes": "kuiper.tools.ocr_postprocess:text_boxes",
+    "ctc_greedy_decode": "kuiper.ocr.postprocess:ctc_greedy_decode",
+    "label_components": "kuiper.ocr.postprocess:label_components",
+    "min_area_box": "kuiper.ocr.postprocess:min_area_box",
+    "text_boxes": "kuiper.ocr.postprocess:text_boxes",
 }
 ex = implementation(__file__, REFERENCE)
 

@@ -8,6 +8,6 @@
   or `--plugin kuiper.examples.layernorm2d.layers` on the command line.
 
 Nothing here is imported by Kuiper itself, and the layers here count as a plugin's, not as
-Kuiper's own (`kuiper.registry.is_kuipers`): they are what you would write in a package of your
+Kuiper's own (`kuiper.core.registry.is_kuipers`): they are what you would write in a package of your
 own.
 """

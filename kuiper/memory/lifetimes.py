@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kuiper.limits import tensor_bytes
+from kuiper.core.limits import tensor_bytes
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kuiper.errors import KuiperError
+from kuiper.core.errors import KuiperError
 from kuiper.memory.lifetimes import Lifetime, align_up, lower_bound
 
 STRATEGIES = ("naive", "greedy_in_order", "greedy_by_size")

@@ -1,13 +1,13 @@
 """fuse_epilogues: an activation and a residual add fold into the convolution, linear or matmul
-that produces their input (layers/common/epilogue.py says how each backend carries it out)."""
+that produces their input (kuiper/passes/epilogue.py says how each backend carries it out)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.epilogue import Epilogue, Step, expression_c
+from kuiper.passes.epilogue import Epilogue, Step, expression_c
 from kuiper.passes.plan import PassReport, Plan
-from kuiper.registry import is_kuipers
+from kuiper.core.registry import is_kuipers
 
 # The residual adds pnnx writes for `y + r` / `r + y` (torch.add(y, r) is written the same).
 RESIDUAL_ADDS = ("add(@0,@1)", "add(@1,@0)")

@@ -10,7 +10,7 @@ executor needs from it:
   absorbed activation's output is its producer's fused output);
 - `step_inputs(op)`: the operands a step reads (its inputs, resolved, and the residual of its
   epilogue): what it waits for, and what must stay alive until it ran;
-- `epilogues`: {producer name: Epilogue} (layers/common/epilogue.py);
+- `epilogues`: {producer name: Epilogue} (kuiper/passes/epilogue.py);
 - `serves(names)`: whether these operands keep their own values under this plan (a fused
   producer's raw output does not), else an executor runs `graph.unoptimized_plan`.
 

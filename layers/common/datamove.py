@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.layers.base import Layer
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.tensor_spec import TensorSpec
 
 # pnnx writes INT_MAX for "open end" in slices and "no select" in multi-dim slices.
 INT_MAX = 2147483647

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kuiper.ir import RuntimeOperator
+from kuiper.core.ir import RuntimeOperator
 from kuiper.layers.base import Layer
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.tensor_spec import TensorSpec
 
 
 def tensor_inputs(op: RuntimeOperator, order: Sequence[str]) -> dict[str, int]:

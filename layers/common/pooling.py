@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kuiper.ir import RuntimeOperator
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.ir import RuntimeOperator
+from kuiper.core.tensor_spec import TensorSpec
 
 # The plane view's spatial rank: every pool is seen as a 3-D one.
 AXES = 3

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # for type hints only: no import cycle with layers.base at run time
-    from kuiper.ir import RuntimeOperator
+    from kuiper.core.ir import RuntimeOperator
     from kuiper.layers.base import Layer
 
 

@@ -1,1 +1,1 @@
-"""NumPy reference layers. Every module here is imported by `kuiper.registry.load_layers`."""
+"""NumPy reference layers. Every module here is imported by `kuiper.core.registry.load_layers`."""

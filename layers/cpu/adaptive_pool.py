@@ -14,7 +14,7 @@ instead of OD * OH * OW. The indices output (int64) of max pooling is the flat p
 maximum in its plane, `(depth * H + row) * W + col`, as for MaxPool; pnnx writes it for every
 `F.adaptive_max_pool*d` with return_indices=True, and `nn.AdaptiveMaxPool*d(...,
 return_indices=True)` as one tuple output split by a `prim::TupleUnpack`, which the graph
-folds into this operator (kuiper/tuple_unpack.py), so the layer always sees two outputs.
+folds into this operator (kuiper/graph/tuple_unpack.py), so the layer always sees two outputs.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.pooling import AXES, check_pool_input, output_shape, spatial_rank
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 def adaptive_bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:

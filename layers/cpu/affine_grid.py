@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.base import Layer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 def base_coordinates(size: int, align_corners: bool) -> np.ndarray:

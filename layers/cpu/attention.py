@@ -24,8 +24,8 @@ from kuiper.layers.common.attention_roles import (
     resolve_inputs,
 )
 from kuiper.parser.values import DTYPES
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 def add_mask(scores: np.ndarray, mask: np.ndarray, bool_means_keep: bool) -> np.ndarray:

@@ -27,7 +27,7 @@ from kuiper.layers.common.pooling import (
     spatial_rank,
 )
 from kuiper.layers.cpu_helpers.pool_windows import window_taps
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", "nn.AvgPool3d",

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.base import Layer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 BINARY = {"torch.bitwise_and": np.bitwise_and, "torch.bitwise_or": np.bitwise_or,
           "torch.bitwise_xor": np.bitwise_xor, "torch.bitwise_left_shift": "shift",

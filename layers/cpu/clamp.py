@@ -16,8 +16,8 @@ from typing import ClassVar
 import numpy as np
 
 from kuiper.layers.cpu.activation import Activation
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.clamp", "torch.clip", backend="cpu")

@@ -24,8 +24,8 @@ from kuiper.layers.common.complex_types import (
     require_complex,
     require_real_float,
 )
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.complex", backend="cpu")

@@ -10,7 +10,7 @@ shifted-view shortcut of conv2d.py is written for planes.
 from __future__ import annotations
 
 from kuiper.layers.cpu.conv2d import ConvNd
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register("nn.Conv3d", "F.conv3d", backend="cpu")

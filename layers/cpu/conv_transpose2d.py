@@ -25,7 +25,7 @@ import numpy as np
 from kuiper.layers.base import finish_output
 from kuiper.layers.cpu.conv2d import ConvGeometry, ConvNd
 from kuiper.layers.cpu_helpers import im2col
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class ConvTransposeNd(ConvNd):

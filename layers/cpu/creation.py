@@ -8,7 +8,7 @@
 arange's length, ceil((end - start) / step), depends on the *values* of start, end and step.
 When they are known at build time (parameters, constants, shape arithmetic) the output is a
 folded constant. When one is a tensor computed by the model (`torch.arange(x[0])`), the length
-is data-dependent: the output spec is dynamic, with no upper bound (kuiper/dynamic_shapes.py).
+is data-dependent: the output spec is dynamic, with no upper bound (kuiper/core/dynamic_shapes.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.datamove import TORCH_DTYPES, DataMovementLayer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("Tensor.fill", "Tensor.fill_", backend="cpu")

@@ -12,8 +12,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.datamove import normalize_dim
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.cross", "torch.linalg.cross", "Tensor.cross", backend="cpu")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.common.datamove import DataMovementLayer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.diag", "Tensor.diag", backend="cpu")

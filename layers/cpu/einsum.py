@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kuiper.layers.base import Layer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 ELLIPSIS_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

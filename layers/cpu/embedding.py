@@ -17,8 +17,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.norm import tensor_inputs
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("nn.Embedding", "F.embedding", backend="cpu")

@@ -19,8 +19,8 @@ from kuiper.layers.common.datamove import (
     known_ints,
     normalize_dim,
 )
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("Tensor.expand", "Tensor.expand_as", backend="cpu")

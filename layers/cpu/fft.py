@@ -13,8 +13,8 @@ import math
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.fft_plan import FFT_TYPES, FFTParams, numpy_fft
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register(*FFT_TYPES, backend="cpu")

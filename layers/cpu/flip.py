@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim, normalize_dims
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.flip", "Tensor.flip", backend="cpu")

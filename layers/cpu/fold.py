@@ -19,8 +19,8 @@ import numpy as np
 from kuiper.layers.base import Layer
 from kuiper.layers.common.conv_geometry import conv_output_size
 from kuiper.layers.cpu_helpers.im2col import col2im_add, im2col, pad_input
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 class SlidingBlocks(Layer):

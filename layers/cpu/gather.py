@@ -20,10 +20,10 @@ import re
 
 import numpy as np
 
-from kuiper.ir import RuntimeOperator
+from kuiper.core.ir import RuntimeOperator
 from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 def _check_index_dtype(layer, spec: TensorSpec, what: str) -> None:

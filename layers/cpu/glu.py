@@ -10,8 +10,8 @@ import numpy as np
 from kuiper.layers.base import Layer
 from kuiper.layers.common.datamove import normalize_dim
 from kuiper.layers.cpu.activation import sigmoid
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("nn.GLU", "F.glu", backend="cpu")

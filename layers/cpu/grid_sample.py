@@ -27,8 +27,8 @@ import itertools
 import numpy as np
 
 from kuiper.layers.base import Layer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 MODES = ("bilinear", "nearest", "bicubic")
 PADDING_MODES = ("zeros", "border", "reflection")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.common.norm import RowLayout, RowNorm
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register("nn.GroupNorm", "F.group_norm", backend="cpu")

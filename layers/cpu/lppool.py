@@ -31,7 +31,7 @@ from kuiper.layers.common.pooling import (
     spatial_rank,
 )
 from kuiper.layers.cpu_helpers.pool_windows import window_taps
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 def taps_inside(window: Window, n: int, out: int) -> np.ndarray:

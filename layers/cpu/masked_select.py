@@ -2,7 +2,7 @@
 
 x and mask broadcast together. How many elements come out depends on the mask's *values*, so
 shape inference cannot know it: the output spec is dynamic, with every element selected as its
-upper bound (kuiper/dynamic_shapes.py).
+upper bound (kuiper/core/dynamic_shapes.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.datamove import DataMovementLayer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.masked_select", "Tensor.masked_select", backend="cpu")

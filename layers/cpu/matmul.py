@@ -13,8 +13,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer, finish_output
 from kuiper.layers.common.matmul_shapes import MatmulShapes, matmul_shapes
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", backend="cpu")

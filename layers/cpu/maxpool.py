@@ -23,8 +23,8 @@ from kuiper.layers.common.pooling import (
     spatial_rank,
 )
 from kuiper.layers.cpu_helpers.pool_windows import window_taps
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", "nn.MaxPool3d",

@@ -11,8 +11,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.norm import channel_layout, tensor_inputs
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("nn.PReLU", "F.prelu", backend="cpu")

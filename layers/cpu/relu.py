@@ -6,7 +6,7 @@ import numpy as np
 
 from kuiper.layers.base import ElementwiseLayer
 from kuiper.layers.common.input_dtypes import FLOATS, INTEGERS, expect_dtype
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register("nn.ReLU", "F.relu", backend="cpu")

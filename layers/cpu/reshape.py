@@ -20,8 +20,8 @@ from kuiper.layers.common.datamove import (
     normalize_dim,
     normalize_dims,
 )
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 class ViewLayer(DataMovementLayer):

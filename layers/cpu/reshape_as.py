@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kuiper.layers.cpu.reshape import ViewLayer
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register("Tensor.reshape_as", "Tensor.view_as", backend="cpu")

@@ -16,7 +16,7 @@ import numpy as np
 
 from kuiper.layers.common.norm import tensor_inputs
 from kuiper.layers.cpu.layernorm import LayerNorm
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register("nn.RMSNorm", "F.rms_norm", backend="cpu")

@@ -23,8 +23,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.cpu.activation import sigmoid  # the overflow-free form the activations use
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 GATES = {"nn.LSTM": 4, "nn.GRU": 3, "nn.RNN": 1}
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from kuiper.layers.common.datamove import INT_MAX, DataMovementLayer, normalize_dim
 from kuiper.layers.cpu.slice import Slice
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 def optional_int(op, key: str, default: int) -> int:

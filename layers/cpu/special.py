@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.base import ElementwiseLayer
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 LANCZOS_G = 7.0
 LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 
 from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 class SplitLayer(DataMovementLayer):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kuiper.layers.cpu.expand import Repeat
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register("torch.tile", "Tensor.tile", backend="cpu")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.common.datamove import TORCH_DTYPES, DataMovementLayer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("Tensor.to", "Tensor.type", "Tensor.type_as", "Tensor.contiguous", "torch.clone",

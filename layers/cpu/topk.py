@@ -5,7 +5,7 @@ argsort take all. Ties keep their original order (the smaller index first) and N
 larger than every number, as in torch. torch.topk(sorted=False) may return the k winners in
 any order; returning them sorted is one valid answer. It is not PyTorch's CPU order (that is
 whatever std::nth_element leaves, unless k is small next to the dim), so `kuiper compare`
-compares such outputs as sets: see the tolerance rules in kuiper/tools/compare.py.
+compares such outputs as sets: see the tolerance rules in kuiper/cli/compare.py.
 
 pnnx keeps only the outputs that are used; with one output, its declared dtype (i64 or not)
 says whether it is the values or the indices.
@@ -17,8 +17,8 @@ import numpy as np
 
 from kuiper.layers.base import Layer
 from kuiper.layers.common.reduce_axes import kept_outputs, single_axis
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 def stable_order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:

@@ -29,8 +29,8 @@ import math
 import numpy as np
 
 from kuiper.layers.base import Layer
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 # mode -> number of spatial dims it works on (None: any of 1, 2, 3)
 MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2,

@@ -23,7 +23,7 @@ import numpy as np
 
 from kuiper.layers.cpu import activation as cpu
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 # ELU-family constants are spelled out as float literals: double literals would need fp64.
 EXPRESSIONS: dict[type, str] = {

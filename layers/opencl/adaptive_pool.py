@@ -7,7 +7,7 @@ import numpy as np
 from kuiper.layers.common.pooling import check_pool_input
 from kuiper.layers.cpu import adaptive_pool
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -2,7 +2,7 @@
 head_mean (clkernels/attention.cl) for the rest.
 
 No tensor is ever transposed or split into heads in memory: each GEMM reads its operands
-through offset tables and strides (layers/opencl_helpers/gemm.py), so "head h of batch n" is just an
+through offset tables and strides (layers/opencl_gemm/launch.py), so "head h of batch n" is just an
 offset into the projected (L, N, E) or (N, L, E) buffer.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from kuiper.layers.cpu import attention
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.layers.opencl_helpers.gemm import (
+from kuiper.layers.opencl_gemm.launch import (
     Strided,
     explicit,
     strided,
@@ -24,7 +24,7 @@ from kuiper.layers.opencl_helpers.gemm import (
     transposed,
 )
 from kuiper.layers.opencl_helpers.reduction import work_group_size
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax
 

@@ -7,8 +7,8 @@ import numpy as np
 
 from kuiper.layers.cpu import batchnorm
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.layers.opencl_helpers.norm import bind_channel_affine
-from kuiper.registry import register
+from kuiper.layers.opencl_helpers.norm_launches import bind_channel_affine
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -13,7 +13,7 @@ import numpy as np
 from kuiper.layers.cpu import cat
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.blocks import blocks_launches
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class DeviceCat(OpenCLLayer):

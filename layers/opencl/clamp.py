@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import clamp
 from kuiper.layers.opencl.activation import OpenCLActivation
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 CLAMP = "keep_nan(x,fmin(fmax(x,p0),p1))"
 

@@ -13,7 +13,7 @@ from kuiper.layers.common.complex_types import is_complex
 from kuiper.layers.cpu import complex as cpu_complex
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import broadcast_strides, keep_alive
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 FLOAT32 = np.dtype(np.float32)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import conv1d
 from kuiper.layers.opencl.conv2d import ConvBind
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

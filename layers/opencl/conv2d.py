@@ -8,7 +8,7 @@ algorithm create and bind its kernels. The decision stays on the layer for `kuip
 `algorithm`, `algorithm_params`, `algorithm_reason`.
 
 The built-in algorithms (im2col + GEMM, GEMM alone for 1x1, direct depthwise) are in
-layers/opencl_helpers/conv_im2col_gemm.py, their kernels in clkernels/conv2d.cl and gemm.h.
+layers/opencl_conv/im2col_gemm.py, their kernels in clkernels/conv2d.cl and gemm.h.
 Padding (any mode) is read through small index tables made here (conv_geometry.source_indices).
 Conv1d and Conv3d (layers/opencl/conv1d.py, conv3d.py) use the same binding, a 1-D or 2-D
 input being a volume with unit leading axes.
@@ -21,10 +21,10 @@ import numpy as np
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu import conv2d
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.layers.opencl_helpers import conv_select
-from kuiper.layers.opencl_helpers.conv_algorithms import ConvOperands, ConvProblem
-from kuiper.layers.opencl_helpers.gemm import WeightBuffers
-from kuiper.registry import register
+from kuiper.layers.opencl_conv import selector as conv_select
+from kuiper.layers.opencl_conv.algorithms import ConvOperands, ConvProblem
+from kuiper.layers.opencl_gemm.launch import WeightBuffers
+from kuiper.core.registry import register
 
 
 def lift3(values, fill=1) -> tuple:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import conv_transpose1d
 from kuiper.layers.opencl.conv_transpose2d import ConvTransposeBind
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

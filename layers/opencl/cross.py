@@ -8,7 +8,7 @@ from kuiper.layers.cpu import cross
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.broadcast import broadcast_meta
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -7,7 +7,7 @@ import numpy as np
 from kuiper.layers.cpu import cumsum
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -10,7 +10,7 @@ from kuiper.layers.cpu import einsum
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 MAX_OPERANDS = 4
 

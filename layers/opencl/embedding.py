@@ -6,7 +6,7 @@ import numpy as np
 
 from kuiper.layers.cpu import embedding
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 INDEX_TYPES = {np.dtype(np.int64): "long", np.dtype(np.int32): "int"}
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from kuiper.layers.cpu import expand
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, index_select
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

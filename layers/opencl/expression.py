@@ -20,7 +20,7 @@ from kuiper.layers.cpu import expression
 from kuiper.layers.opencl_base import HostFallback, Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.expression_codegen import KERNEL_NAME, CodegenError, generate
 from kuiper.parser.expression import Symbolic
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -4,7 +4,7 @@ of clkernels/fft.cl (a Stockham FFT; its opening comment explains the algorithm)
 One operator is a short chain of launches, all prepared at bind time:
 
     load      input -> complex work buffer, resized to the signal lengths (conj for hfft)
-    passes    a 1-D FFT along each transformed dim (layers/opencl_helpers/fft.py)
+    passes    a 1-D FFT along each transformed dim (layers/opencl_helpers/stockham.py)
     [c2r]     the last dim's n/2 + 1 bins -> the full Hermitian spectrum, then its inverse FFT
     store     work -> output: scaled, conjugated (ihfft), cut to n/2 + 1 bins (r2c), or the
               real part (c2r)
@@ -24,8 +24,8 @@ from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import fft as cpu_fft
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.layers.opencl_helpers.fft import WorkBuffers, transform_dim
-from kuiper.registry import register
+from kuiper.layers.opencl_helpers.stockham import WorkBuffers, transform_dim
+from kuiper.core.registry import register
 
 DEVICE_DTYPES = (np.dtype(np.float32), np.dtype(np.complex64))
 

@@ -10,7 +10,7 @@ from kuiper.layers.cpu import flip
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import move_type
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

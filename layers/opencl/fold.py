@@ -10,7 +10,7 @@ import numpy as np
 
 from kuiper.layers.cpu import fold
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class OpenCLSlidingBlocks(OpenCLLayer):

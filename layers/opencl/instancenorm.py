@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import instancenorm
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.layers.opencl_helpers.norm import RowNormOpenCL, bind_channel_affine
-from kuiper.registry import register
+from kuiper.layers.opencl_helpers.norm_launches import RowNormOpenCL, bind_channel_affine
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -12,7 +12,7 @@ device. The weight's layout depends on the kernel that reads it:
   same size.
 The bias and a fused epilogue (activation, residual add) are applied as the results are
 stored. The launch is bound by `weight_gemm_launch`
-(layers/opencl_helpers/gemm.py), like the convolutions' GEMM, with the parameter set that
+(layers/opencl_gemm/launch.py), like the convolutions' GEMM, with the parameter set that
 `kuiper tune` measured fastest for this shape, else the cost model's (conv_select.select_gemm).
 """
 
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import linear
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.layers.opencl_helpers.conv_select import select_gemm
-from kuiper.layers.opencl_helpers.gemm import BIAS_PER_COLUMN, WeightBuffers, weight_gemm_launch
-from kuiper.layers.opencl_helpers.gemm_params import GEMV_MAX_ROWS
-from kuiper.opencl.runtime import is_cpu
-from kuiper.registry import register
+from kuiper.layers.opencl_conv.selector import select_gemm
+from kuiper.layers.opencl_gemm.launch import BIAS_PER_COLUMN, WeightBuffers, weight_gemm_launch
+from kuiper.layers.opencl_gemm.parameter_sets import GEMV_MAX_ROWS
+from kuiper.opencl.device.runtime import is_cpu
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -9,8 +9,8 @@ import numpy as np
 from kuiper.layers.common.pooling import check_pool_input
 from kuiper.layers.cpu import lppool
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.layers.opencl_helpers.pooling import window_params
-from kuiper.registry import register
+from kuiper.layers.opencl_helpers.pooling_args import window_params
+from kuiper.core.registry import register
 
 
 def power_kind(p: float) -> str:

@@ -1,5 +1,5 @@
 """masked_select on OpenCL: one work-group compacts the selected elements (a prefix sum), and
-the executor reads back how many there are (kuiper/opencl/dynamic.py)."""
+the executor reads back how many there are (kuiper/opencl/execution/dynamic.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.broadcast import broadcast_meta
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import move_type
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 LOCAL = 128  # work-items of the one work-group; every OpenCL device allows at least this
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from kuiper.layers.cpu import matmul
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.layers.opencl_helpers.gemm import strided, strided_gemm_launch
-from kuiper.registry import register
+from kuiper.layers.opencl_gemm.launch import strided, strided_gemm_launch
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -12,7 +12,7 @@ import numpy as np
 from kuiper.layers.cpu import pad
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 KERNEL_DIMS = 4
 

@@ -13,7 +13,7 @@ from kuiper.layers.opencl.reduce import P_KINDS
 from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.buffers import broadcast_strides, keep_alive
 from kuiper.layers.opencl_helpers.reduction import work_group_size
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import permute
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class DevicePermute(StridedCopyLayer):

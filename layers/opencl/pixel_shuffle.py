@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import pixel_shuffle
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, strided_copy
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class OpenCLShuffle(StridedCopyLayer):

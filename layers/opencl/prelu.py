@@ -7,7 +7,7 @@ import numpy as np
 from kuiper.layers.common.norm import channel_layout
 from kuiper.layers.cpu import prelu
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -6,11 +6,16 @@ import numpy as np
 
 from kuiper.layers.cpu import relu
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")
 class ReLU(OpenCLLayer, relu.ReLU):
+    # What ReLU is inside a producer's fused epilogue (kuiper/passes/epilogue.py), as the
+    # activations of activation.py say it: a C expression of x. NaN takes the branch that
+    # returns x, so NaN stays NaN as in PyTorch (fmax(x, 0) would return 0).
+    expr = "x<0.0f?0.0f:x"
+
     def bind(self, inputs, outputs, in_specs, out_specs):
         if self.falls_back_unless([np.float32], inputs, outputs, in_specs, out_specs):
             return  # uint8, float64 ...: the CPU layer computes them (the kernel reads floats)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import reshape
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class DeviceView(OpenCLLayer):

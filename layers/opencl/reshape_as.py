@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import reshape_as
 from kuiper.layers.opencl.reshape import DeviceView
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -13,8 +13,8 @@ import numpy as np
 from kuiper.layers.cpu import rnn
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.layers.opencl_helpers.gemm import explicit, strided_gemm_launch
-from kuiper.registry import register
+from kuiper.layers.opencl_gemm.launch import explicit, strided_gemm_launch
+from kuiper.core.registry import register
 
 CELLS = {"lstm": "CELL_LSTM", "gru": "CELL_GRU"}
 

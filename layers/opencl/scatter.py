@@ -14,8 +14,8 @@ from kuiper.layers.opencl_helpers.broadcast import broadcast_meta
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import arith_type, cl_type, move_type
 from kuiper.layers.opencl_helpers.strided import View, strided_copy
-from kuiper.registry import register
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 
 
 class CopyThenUpdate(OpenCLLayer):

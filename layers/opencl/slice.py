@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import slice as cpu_slice
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class DeviceIndex(StridedCopyLayer):

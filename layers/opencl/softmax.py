@@ -11,7 +11,7 @@ import numpy as np
 
 from kuiper.layers.cpu import softmax
 from kuiper.layers.opencl_base import Launch, OpenCLLayer
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 MAX_GROUP = 256
 

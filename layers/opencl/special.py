@@ -6,7 +6,7 @@ import numpy as np
 
 from kuiper.layers.cpu import special
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -11,7 +11,7 @@ import numpy as np
 from kuiper.layers.cpu import split
 from kuiper.layers.opencl_helpers.blocks import blocks_launches
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class DeviceSplit(StridedCopyLayer):

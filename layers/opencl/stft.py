@@ -6,7 +6,7 @@ spectrogram / inverse_spectrogram are the same with a scale and a power in the l
     istft   istft_frames (transpose, Hermitian half -> full) -> inverse fft_pass ->
             istft_overlap_add (window, overlap-add, divide by the envelope)
 
-The kernels are in clkernels/stft.cl, the FFT passes are fft.cl's (layers/opencl_helpers/fft.py).
+The kernels are in clkernels/stft.cl, the FFT passes are fft.cl's (layers/opencl_helpers/stockham.py).
 The window is a build-time constant (pnnx stores it as a pnnx.Attribute): it is padded to n_fft
 and uploaded once, and the ISTFT's envelope is computed from it on the host. A window only known
 at run time, or float64 data, runs the CPU layer (listed in graph.fallbacks).
@@ -22,8 +22,8 @@ from kuiper.layers.common.stft_plan import PAD_MODE_CODES
 from kuiper.layers.cpu import stft as cpu_stft
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.layers.opencl_helpers.fft import WorkBuffers, transform_dim
-from kuiper.registry import register
+from kuiper.layers.opencl_helpers.stockham import WorkBuffers, transform_dim
+from kuiper.core.registry import register
 
 FLOAT32, COMPLEX64 = np.dtype(np.float32), np.dtype(np.complex64)
 
@@ -91,7 +91,7 @@ class DeviceInverse(DeviceShortTimeFourier):
 
     input_dtypes = (COMPLEX64,)
     # istft_overlap_add writes a complex output as interleaved float pairs (the executor's
-    # argument check, kuiper/opencl/element_types.py, would otherwise expect float2)
+    # argument check, kuiper/opencl/device/element_types.py, would otherwise expect float2)
     element_types = {"complex64": ("float",)}
 
     def prepare(self, spec, y, spec_spec, y_spec, window):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kuiper.layers.cpu import tile
 from kuiper.layers.opencl.expand import Repeat
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -14,7 +14,7 @@ from kuiper.layers.cpu import upsample
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.layers.opencl_helpers.strided import copies_by_rows, rows_launch
-from kuiper.registry import register
+from kuiper.core.registry import register
 
 
 class OpenCLUpsample(OpenCLLayer):

@@ -44,7 +44,7 @@ from kuiper.parser.expression.dtypes import (
 from kuiper.parser.expression.evaluate import PYTHON_NUMBERS, Symbolic, apply
 from kuiper.parser.expression.functions import FUNCTIONS, LIST
 from kuiper.parser.expression.rpn import Instruction, Op
-from kuiper.tensor_spec import TensorSpec
+from kuiper.core.tensor_spec import TensorSpec
 
 KERNEL_NAME = "expression"
 
@@ -221,13 +221,16 @@ class _Generator:
         else:
             raise CodegenError(f"{name} on {compute.name} is not supported by the OpenCL "
                                "expression kernel")
-        if name not in table:  # dtypes.signature already refused these
+        template = table.get(name)
+        if template is None and table is FLOAT_C:  # a function added by define_function
+            template = FUNCTIONS[name].opencl
+        if template is None:  # dtypes.signature already refused these
             raise CodegenError(f"{name} is not defined for {compute.name}")
         if name == "pow" and table is FLOAT_C and b in ("2.0f", "2.0"):
             # x ** 2 (YOLO's anchor arithmetic): a product, as PyTorch computes it; PoCL's
             # pow() is a library call, 1.6 ms for YOLOv5s's 38k values
             return f"({a} * {a})"
-        return table[name].format(a=a, b=b, T=ctype(compute))
+        return template.format(a=a, b=b, T=ctype(compute))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import numpy as np
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type, move_type
-from kuiper.opencl.runtime import is_cpu
+from kuiper.opencl.device.runtime import is_cpu
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def _logaddexp(a, b):
     return float(np.logaddexp(np.float64(a), np.float64(b)))
 
 
-_PYTHON_BINARY: dict[str, Callable] = {
+PYTHON_BINARY: dict[str, Callable] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
     "floor_divide": operator.floordiv, "remainder": operator.mod, "fmod": _fmod,
     "and": operator.and_, "or": operator.or_, "xor": operator.xor,
@@ -175,9 +175,9 @@ def _python(name: str, args: list[Any]) -> Any:
 
 
 def _python_unbounded(name: str, args: list[Any]) -> Any:
-    if name in _PYTHON_BINARY:
+    if name in PYTHON_BINARY:
         _bounded_int(name, args)
-        return _PYTHON_BINARY[name](*args)
+        return PYTHON_BINARY[name](*args)
     (a,) = args
     kind = FUNCTIONS[name].kind
     if kind == "cast":

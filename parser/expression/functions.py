@@ -33,6 +33,9 @@ class Function:
     min_args: int
     max_args: int
     kind: str
+    # A function added at run time (custom.py) may carry its C spelling over `{a}` and `{b}`,
+    # for the OpenCL code generator; Kuiper's own are in the generator's tables.
+    opencl: str | None = None
 
 
 def _table(kind: str, arity: int, names: str) -> dict[str, Function]:

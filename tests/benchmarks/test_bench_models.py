@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 from tests.models import zoo
 
 pytestmark = pytest.mark.slow

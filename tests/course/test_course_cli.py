@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuiper.tools.course import check_array, lessons
+from kuiper.cli.course import check_array, lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,10 +57,10 @@ def test_check_goes_from_failing_to_passing(lesson4):
 
     exercises = lesson4 / "04_graph" / "exercises.py"
     text = exercises.read_text()
-    # The student's solution: here, pasted from kuiper/topo.py (renamed helpers included).
+    # The student's solution: here, pasted from kuiper/graph/topo.py (renamed helpers included).
     import inspect
 
-    from kuiper import topo
+    from kuiper.graph import topo
 
     solved = text
     for name in ("dfs_iterative", "level_schedule"):
@@ -69,7 +69,7 @@ def test_check_goes_from_failing_to_passing(lesson4):
         stub_end = len(solved) if stub_end < 0 else stub_end
         solved = solved[:stub_start] + inspect.getsource(getattr(topo, name)).rstrip() + \
             solved[stub_end:]
-    solved += ("\n\nfrom kuiper.topo import WHITE, GRAY, BLACK, _roots, _cycle_error  "
+    solved += ("\n\nfrom kuiper.graph.topo import WHITE, GRAY, BLACK, _roots, _cycle_error  "
                "# noqa: E402\n")
     exercises.write_text(solved)
     after = kuiper_cli("course", "check", "4", course_dir=lesson4)
@@ -80,7 +80,7 @@ def test_check_goes_from_failing_to_passing(lesson4):
 def test_a_wrong_answer_is_reported_and_a_changed_signature_warned(lesson4):
     exercises = lesson4 / "04_graph" / "exercises.py"
     exercises.write_text(
-        "from kuiper.topo import dfs_iterative  # noqa: F401\n\n\n"
+        "from kuiper.graph.topo import dfs_iterative  # noqa: F401\n\n\n"
         "def level_schedule(ops, strict=True):\n    return [list(ops)]\n")
     proc = kuiper_cli("course", "check", "4", course_dir=lesson4)
     assert proc.returncode == 1
@@ -93,9 +93,9 @@ def test_a_wrong_answer_is_reported_and_a_changed_signature_warned(lesson4):
 
 
 def solve_lesson4(course):
-    """A student's solved lesson 4: the functions of kuiper/topo.py."""
+    """A student's solved lesson 4: the functions of kuiper/graph/topo.py."""
     (course / "04_graph" / "exercises.py").write_text(
-        "from kuiper.topo import dfs_iterative, level_schedule  # noqa: F401\n")
+        "from kuiper.graph.topo import dfs_iterative, level_schedule  # noqa: F401\n")
 
 
 def test_a_selection_that_matches_nothing_fails_and_says_so(lesson4):

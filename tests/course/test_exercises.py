@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.tools.course import (
+from kuiper.cli.course import (
     ENV,
     lesson_test_files,
     lessons,

@@ -1,4 +1,4 @@
-"""The notes' figures are what kuiper/tools/figures.py draws now, and the notes show them."""
+"""The notes' figures are what kuiper/course/figures.py draws now, and the notes show them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from kuiper.tools import figures
-from kuiper.tools.course import course_dir
+from kuiper.course import figures
+from kuiper.cli.course import course_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

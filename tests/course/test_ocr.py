@@ -1,4 +1,4 @@
-"""kuiper/tools/ocr.py and ocr_postprocess.py beyond lesson 15's exercises: fetching (offline
+"""kuiper/ocr/app.py and ocr_postprocess.py beyond lesson 15's exercises: fetching (offline
 paths), crops, the recognizer's input, drawing, and the errors bad inputs get. The model
 itself is exercised by course_notes/15_ocr_capstone/test_lesson15.py."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuiper.errors import InputError, KuiperError
-from kuiper.tools import ocr
-from kuiper.tools.ocr_postprocess import (
+from kuiper.core.errors import InputError, KuiperError
+from kuiper.ocr import app as ocr
+from kuiper.ocr.postprocess import (
     ctc_greedy_decode,
     label_components,
     min_area_box,

@@ -1,11 +1,11 @@
-"""kuiper/tools/postprocess.py beyond the lesson-8 exercises: `detect` and `softmax`."""
+"""kuiper/io/postprocess.py beyond the lesson-8 exercises: `detect` and `softmax`."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from kuiper.tools.postprocess import detect, softmax
+from kuiper.io.postprocess import detect, softmax
 
 
 def row(cx, cy, w, h, obj, cls, n_classes=3, score=1.0):

@@ -1,4 +1,4 @@
-"""Lesson 12's roofline (kuiper/tools/roofline.py): the figure puts the roof and the points
+"""Lesson 12's roofline (kuiper/course/roofline.py): the figure puts the roof and the points
 where the numbers say, its points come from a real `kuiper bench --json`, and bad numbers get a
 KuiperError instead of a broken drawing."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.errors import KuiperError
-from kuiper.tools import roofline
-from kuiper.tools.demo import DIGITS_PARAM
-from kuiper.tools.roofline import Point, roofline_svg
+from kuiper.core.errors import KuiperError
+from kuiper.course import roofline
+from kuiper.demo import DIGITS_PARAM
+from kuiper.course.roofline import Point, roofline_svg
 
 ROOT = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -108,7 +108,7 @@ def test_bench_points_turn_a_bench_profile_into_rates_and_intensities(bench_docu
     assert not any("flatten" in label for label in points)   # a view: no arithmetic, no point
     profile = {e["operator"]: e["ms"] for e in bench_document["columns"][0]["profile_ms"]}
     import kuiper
-    from kuiper.summary import operator_rows
+    from kuiper.graph.summary import operator_rows
 
     graph = kuiper.load(DIGITS_PARAM, input_shapes=[(64, 1, 8, 8)])
     flops = {r["name"]: r["flops"] for r in operator_rows(graph)}
@@ -136,10 +136,10 @@ def test_the_committed_sample_names_its_machine_and_every_point():
 def test_the_cpu_roof_and_the_gemm_points_are_measured():
     peak, bandwidth = roofline.measure_cpu_roof(size=128, megabytes=8)
     assert peak > 0.1 and bandwidth > 0.1
-    from kuiper.tools.course import require_opencl
+    from kuiper.cli.course import require_opencl
 
     require_opencl()
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     naive, tiled = roofline.gemm_points(OpenCLRuntime(profiling=True))
     # an n^3 product moves at least 3 n^2 floats: 2n^3 / 12n^2 = n/6 FLOP per byte, n >= 256
@@ -149,7 +149,7 @@ def test_the_cpu_roof_and_the_gemm_points_are_measured():
 
 @pytest.mark.slow  # a bench in a subprocess, the GEMM speed-up and a roof measurement
 def test_measure_sample_gives_what_the_figure_draws():
-    from kuiper.tools.course import require_opencl
+    from kuiper.cli.course import require_opencl
 
     require_opencl()
     sample = roofline.measure_sample(str(DIGITS_PARAM), "16x1x8x8", roof_tries=1)
@@ -161,7 +161,7 @@ def test_measure_sample_gives_what_the_figure_draws():
 
 
 def test_what_lesson_12_says_about_the_sample_is_what_it_shows():
-    from kuiper.tools.course import lessons
+    from kuiper.cli.course import lessons
 
     notes = " ".join((lessons()[12] / "notes.md").read_text().split())
     pool = next(p for p in roofline.SAMPLE["points"] if "MaxPool2d" in p["label"])

@@ -1,12 +1,12 @@
 """The fuzzer in the suite: a short campaign on every run, and the corpus of past failures.
 
-Every case runs in a forked child with a time and a memory limit (kuiper/tools/fuzz/sandbox.py),
+Every case runs in a forked child with a time and a memory limit (kuiper/fuzz/sandbox.py),
 and must end as "ok" or "refused" (a KuiperError); a bare exception, a crash, a hang or an
 allocation past the limit fails the test, which lists one case per distinct failure.
-The campaigns run as `python -m kuiper.tools.fuzz` in a fresh process: the sandbox forks, and a
+The campaigns run as `python -m kuiper.fuzz` in a fresh process: the sandbox forks, and a
 process that has used OpenCL (as this test session has) cannot fork a child that uses it again.
 KUIPER_FUZZ_SEED picks other cases (the default keeps CI repeatable); a long campaign is
-`python -m kuiper.tools.fuzz --cases 100000 --backends cpu,opencl --save DIR`.
+`python -m kuiper.fuzz --cases 100000 --backends cpu,opencl --save DIR`.
 """
 
 import json
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.tools.fuzz import campaign
-from kuiper.tools.fuzz.sandbox import CaseLimits, Child, Outcome, run_case
+from kuiper.fuzz import campaign
+from kuiper.fuzz.sandbox import CaseLimits, Child, Outcome, run_case
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SEED = int(os.environ.get("KUIPER_FUZZ_SEED", "0"))
@@ -29,9 +29,9 @@ SHORT = {"cpu": 2500, "opencl": 500}
 
 
 def fuzz(tmp_path, *args) -> dict:
-    """Run `python -m kuiper.tools.fuzz ARGS` in a fresh process; its JSON report."""
+    """Run `python -m kuiper.fuzz ARGS` in a fresh process; its JSON report."""
     report = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "kuiper.tools.fuzz", "--time-limit", "20",
+    proc = subprocess.run([sys.executable, "-m", "kuiper.fuzz", "--time-limit", "20",
                            "--save", str(tmp_path / "failures"), "--report", str(report),
                            *args], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"failures (saved under {tmp_path}):\n{proc.stdout}\n" \

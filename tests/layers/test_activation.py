@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 # (pnnx type, params as pnnx writes them, the same activation in torch)
 CASES = [

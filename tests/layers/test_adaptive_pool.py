@@ -6,9 +6,9 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.errors import OperatorError
+from kuiper.core.errors import OperatorError
 from kuiper.layers.cpu.adaptive_pool import adaptive_bounds
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 SIZES_2D = [(1, 1), (4, 5), (3, 9), (11, 2), (7, 13), (0, 4), (5, 0), (20, 1)]
 #            global  uneven  W kept  H kept  enlarge  None=0  None=0  enlarge H
@@ -113,7 +113,7 @@ def test_adaptive_pool_bad_output_size(backend, rng, size, message):
 @pytest.mark.slow
 def test_adaptive_pool3d_from_a_pnnx_export(backend, export_model):
     """A real export: nn.AdaptiveAvgPool3d with a None size (pnnx writes 0) and
-    nn.AdaptiveMaxPool3d with indices (a tuple and a prim::TupleUnpack, kuiper/tuple_unpack.py),
+    nn.AdaptiveMaxPool3d with indices (a tuple and a prim::TupleUnpack, kuiper/graph/tuple_unpack.py),
     F.adaptive_max_pool3d with two outputs."""
 
     class Net(torch.nn.Module):

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
 SDPA = "F.scaled_dot_product_attention"

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.errors import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.core.errors import OperatorError, ShapeError
+from kuiper.testing import assert_close, run_operator
 
 
 def _grid(variants, kernels, strides, paddings, overrides):

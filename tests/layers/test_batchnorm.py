@@ -7,8 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import kuiper
-from kuiper.errors import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.core.errors import OperatorError, ShapeError
+from kuiper.testing import assert_close, run_operator
 
 
 def _stats(rng, c):

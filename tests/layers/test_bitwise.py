@@ -6,7 +6,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import run_operator
+from kuiper.testing import run_operator
 
 BINARY = ["torch.bitwise_and", "torch.bitwise_or", "torch.bitwise_xor",
           "torch.bitwise_left_shift", "torch.bitwise_right_shift"]

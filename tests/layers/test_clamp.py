@@ -8,7 +8,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 # (params as pnnx writes them, the same bounds for torch)
 BOUNDS = [

@@ -9,7 +9,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator, write_operator_model
+from kuiper.testing import assert_close, run_operator, write_operator_model
 
 
 def complex_array(rng, shape, dtype=np.complex64):

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import kuiper
 from kuiper.layers.cpu.conv2d import ConvNd
 from kuiper.layers.cpu_helpers import tap_gemm
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 # (in_channels, out_channels, groups): plain, grouped, depthwise with channel multiplier 2
 CHANNELS = [(13, 7, 1), (15, 9, 3), (13, 26, 13)]
@@ -151,7 +151,7 @@ def test_conv2d_kernel_shapes(backend, rng, kernel, stride, padding):
 ])
 def test_conv2d_gemm_edges(backend, rng, monkeypatch, gemm, shape, cout, groups):
     """Both GEMM kernels of gemm.h (the device picks one; here we force each in turn)."""
-    monkeypatch.setattr("kuiper.layers.opencl_helpers.gemm_params.FORCE_GEMM", gemm)
+    monkeypatch.setattr("kuiper.layers.opencl_gemm.parameter_sets.FORCE_GEMM", gemm)
     k = 3 if shape[2] > 1 else 1
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((cout, shape[1] // groups, k, k)).astype(np.float32)

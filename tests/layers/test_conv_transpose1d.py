@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 CHANNELS = [(13, 7, 1), (15, 9, 3), (13, 13, 13)]  # plain, grouped, depthwise
 CASES = [case for case in itertools.product(

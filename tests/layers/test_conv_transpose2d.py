@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 CHANNELS = [(13, 7, 1), (15, 9, 3), (13, 13, 13)]  # plain, grouped, depthwise
 
@@ -74,7 +74,7 @@ def test_conv_transpose2d_all_parameter_combinations(backend, rng, index):
 ])
 def test_conv_transpose2d_sizes(backend, rng, monkeypatch, gemm, shape, cout, kernel, stride):
     """Both GEMM kernels of gemm.h (transposed A), forced in turn."""
-    monkeypatch.setattr("kuiper.layers.opencl_helpers.gemm_params.FORCE_GEMM", gemm)
+    monkeypatch.setattr("kuiper.layers.opencl_gemm.parameter_sets.FORCE_GEMM", gemm)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((shape[1], cout, *kernel)).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)

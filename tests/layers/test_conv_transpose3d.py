@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 CHANNELS = [(5, 7, 1), (6, 9, 3), (4, 4, 4)]  # plain, grouped, depthwise
 KERNEL = (2, 3, 2)

@@ -7,7 +7,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 from tests.layers.test_scatter import write_model
 
 

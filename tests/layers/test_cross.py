@@ -6,7 +6,7 @@ import torch
 
 import kuiper
 from kuiper import ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("a_shape, b_shape, dim", [((3, 3), (3, 3), 1), ((3, 3), (3, 3), 0),

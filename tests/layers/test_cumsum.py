@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
 

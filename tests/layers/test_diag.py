@@ -7,7 +7,7 @@ import torch
 
 import kuiper
 from kuiper import ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("shape", [(7,), (1,), (5, 5), (4, 8), (9, 3)])

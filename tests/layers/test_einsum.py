@@ -7,7 +7,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 X, Y0, Y1, Z0, Z1 = (4, 4), (5,), (4,), (3, 2, 5), (3, 5, 4)
 W, R0, R1, R2, S0, S1 = (2, 3, 4, 5), (2, 5), (3, 5, 4), (2, 4), (2, 3, 4, 5), (6, 3, 7, 4)

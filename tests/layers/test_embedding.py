@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.errors import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.core.errors import OperatorError
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("index_shape", [(2, 5), (7,), (3, 4, 2), (1, 1)])

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("shape, sizes", [

@@ -10,8 +10,8 @@ import torch
 import kuiper
 from kuiper import OperatorError, ShapeError
 from kuiper.layers.common.fft_plan import FFT_TYPES
-from kuiper.layers.opencl_helpers.fft import radices
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.layers.opencl_helpers.stockham import radices
+from kuiper.testing import assert_close, run_operator
 
 NORMS = [None, "forward", "ortho"]
 # tests/opencl/test_oclgrind.py runs these tests on a simulator thousands of times slower than a
@@ -79,7 +79,7 @@ def test_radices_multiply_back():
 def test_every_pnnx_type_is_registered():
     assert len(FFT_TYPES) == 18
     for op_type in FFT_TYPES:
-        assert kuiper.registry.layer_for(op_type, "opencl").backend == "opencl"
+        assert kuiper.core.registry.layer_for(op_type, "opencl").backend == "opencl"
 
 
 def test_float64_runs_on_the_host_on_opencl(backend, rng):

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 # (kernel_size, stride, padding, dilation): pnnx's test_F_unfold / test_F_fold, then extras
 GEOMETRIES = [

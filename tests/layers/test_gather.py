@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 SHAPE = (3, 7, 5, 6)
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("op_type", ["nn.GLU", "F.glu"])

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 COMBOS_4D = list(itertools.product(("bilinear", "nearest", "bicubic"),
                                    ("zeros", "border", "reflection"), (False, True)))

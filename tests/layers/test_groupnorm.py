@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.errors import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.core.errors import OperatorError, ShapeError
+from kuiper.testing import assert_close, run_operator
 
 CASES = [((3, 12, 7, 5), 1), ((3, 12, 7, 5), 3), ((3, 12, 7, 5), 4), ((1, 12, 7, 5), 12),
          ((2, 13, 9), 13), ((2, 13, 9), 1), ((3, 6), 2), ((2, 8, 40, 33), 2),

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kuiper.errors import ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.core.errors import ShapeError
+from kuiper.testing import assert_close, run_operator
 
 CASES = [("nn.InstanceNorm2d", (3, 13, 11, 9)), ("nn.InstanceNorm2d", (13, 11, 9)),
          ("nn.InstanceNorm2d", (1, 3, 30, 31)), ("nn.InstanceNorm1d", (3, 13, 17)),

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.layers.opencl_helpers.gemm_params import GEMV_MAX_ROWS
-from kuiper.tools.testing import assert_close, run_operator, write_operator_model
+from kuiper.layers.opencl_gemm.parameter_sets import GEMV_MAX_ROWS
+from kuiper.testing import assert_close, run_operator, write_operator_model
 from tests.conftest import opencl_available
 
 
@@ -36,7 +36,7 @@ def test_linear_any_leading_dims(backend, rng, shape, bias):
 ])
 def test_linear_gemm_edges(backend, rng, monkeypatch, gemm, rows, n_in, n_out):
     """Both GEMM kernels of gemm.h (the device picks one; here we force each in turn)."""
-    monkeypatch.setattr("kuiper.layers.opencl_helpers.gemm_params.FORCE_GEMM", gemm)
+    monkeypatch.setattr("kuiper.layers.opencl_gemm.parameter_sets.FORCE_GEMM", gemm)
     x = rng.standard_normal((rows, n_in)).astype(np.float32)
     w = rng.standard_normal((n_out, n_in)).astype(np.float32)
     b = rng.standard_normal(n_out).astype(np.float32)

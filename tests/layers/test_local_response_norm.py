@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 # pnnx's tests: the defaults, and every (size, alpha, beta, k) they write
 PARAMS = [

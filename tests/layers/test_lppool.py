@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 def _reference(x, rank, params):

@@ -7,7 +7,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("x_shape, mask_shape", [((3, 5, 7), (3, 5, 7)), ((3, 5, 7), (5, 1)),

@@ -6,7 +6,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
 
@@ -109,7 +109,7 @@ def test_addmm_bad_alpha_raises(rng):
 
 
 def test_new_input_sizes_rebind(backend, rng, tmp_path):
-    from kuiper.tools.testing import write_operator_model
+    from kuiper.testing import write_operator_model
     a, b = rand(rng, (2, 3, 4, 5)), rand(rng, (2, 3, 5, 6))
     graph = kuiper.load(write_operator_model(tmp_path, "torch.matmul", [a, b]), backend=backend)
     for a_shape, b_shape in [((2, 3, 4, 5), (2, 3, 5, 6)), ((1, 3, 19, 7), (1, 3, 7, 2))]:

@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.errors import OperatorError, ShapeError
+from kuiper.core.errors import OperatorError, ShapeError
 from kuiper.layers.common.pooling import Window
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 def _grid(variants, kernels, strides, paddings, dilations):

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 # Pads of 2, 4 and 6 values, with crops (negative), zeros and asymmetric amounts.
 PADS = [(1, 2), (0, 3), (-1, 2), (2, -3), (1, 2, 2, 1), (0, 0, 3, 0), (-1, 2, 1, -2),

@@ -7,7 +7,7 @@ import torch
 
 import kuiper
 from kuiper.layers.opencl_helpers.strided import View
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 from tests.conftest import opencl_available
 
 

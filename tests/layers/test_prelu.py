@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.errors import ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.core.errors import ShapeError
+from kuiper.testing import assert_close, run_operator
 
 SHAPES = [(3, 13, 11, 9), (2, 13), (3, 13, 7), (1, 13, 1, 1), (2, 13, 3, 2, 2)]
 

@@ -7,7 +7,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
 SHAPE = (2, 13, 3, 5)   # odd sizes; reducing dim 1 with 13 elements leaves a ragged last pass

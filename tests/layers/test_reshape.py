@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator, write_operator_model
+from kuiper.testing import assert_close, run_operator, write_operator_model
 
 
 @pytest.mark.parametrize("op_type", ["Tensor.reshape", "Tensor.view", "torch.reshape"])

@@ -6,7 +6,7 @@ import torch
 
 import kuiper
 from kuiper import ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("shape, other", [((1, 3, 16), (6, 2, 2, 2)), ((6, 2, 2, 2), (48,)),

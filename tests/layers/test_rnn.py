@@ -13,7 +13,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
 STEPS, BATCH, INPUT, HIDDEN = 4, 3, 5, 7

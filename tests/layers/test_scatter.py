@@ -8,7 +8,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 INT_MAX = 2147483647
 

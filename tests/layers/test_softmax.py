@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 OPS = [("nn.Softmax", F.softmax), ("F.softmax", F.softmax), ("torch.softmax", F.softmax),
        ("nn.LogSoftmax", F.log_softmax), ("F.log_softmax", F.log_softmax),

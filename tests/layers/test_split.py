@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator, write_operator_model
+from kuiper.testing import assert_close, run_operator, write_operator_model
 
 
 def _check(outputs, expected):

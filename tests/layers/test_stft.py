@@ -9,7 +9,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 WINDOWS = {"hann": torch.hann_window, "hamming": torch.hamming_window, None: None}
 

@@ -6,7 +6,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 
 @pytest.mark.parametrize("shape, dims", [((1, 3, 16), (1, 2, 3)), ((2, 6, 48), (2, 3, 4)),

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.tools.testing import run_operator
+from kuiper.testing import run_operator
 
 TORCH = {"torch.float": torch.float32, "torch.long": torch.int64, "torch.int": torch.int32,
          "torch.bool": torch.bool, "torch.double": torch.float64, "torch.int8": torch.int8,

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 SCALES_2D = [2.0, 1.7, (1.5, 2.5), 0.6, (0.5, 0.3), (1.05, 2.05)]
 SIZES_2D = [(9, 11), (3, 5), (5, 13), (1, 1), (10, 14)]

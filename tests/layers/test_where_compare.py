@@ -6,7 +6,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
 COMPARISONS = ["gt", "lt", "ge", "le", "eq", "ne"]

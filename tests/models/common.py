@@ -1,6 +1,6 @@
 """What every end-to-end model test does: run PyTorch, run Kuiper, compare every output.
 
-Tolerance: `kuiper.tools.testing.assert_close`'s rule,
+Tolerance: `kuiper.testing.assert_close`'s rule,
 max |kuiper - torch| <= 1e-4 * max(1, max|torch|) per output. Float32 convolutions of a few
 thousand terms summed in another order than PyTorch's lose a few digits; 1e-4 of the output's
 scale keeps a margin of ~10x over what a correct implementation differs by, and is far below
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 import kuiper
-from kuiper.tools.testing import RTOL, assert_close
+from kuiper.testing import RTOL, assert_close
 
 
 class CPUFallbackWarning(UserWarning):

@@ -1,4 +1,4 @@
-"""The demo model shipped in kuiper/tools/demo: Kuiper reproduces PyTorch's logits on the whole test
+"""The demo model shipped in kuiper/demo: Kuiper reproduces PyTorch's logits on the whole test
 split (stored in digits_test.npz when the model was trained), on both backends."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.tools.demo import DIGITS_PARAM as PARAM
-from kuiper.tools.demo import DIGITS_TEST as DATA
-from kuiper.tools.testing import assert_close
+from kuiper.demo import DIGITS_PARAM as PARAM
+from kuiper.demo import DIGITS_TEST as DATA
+from kuiper.testing import assert_close
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import kuiper
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 from tests.models.common import torch_outputs
 
 # name -> (make a producer module, the input shape)
@@ -157,7 +157,7 @@ def test_every_producer_fuses_every_activation(export_model, backend, producer, 
 
 def test_the_producers_cover_every_layer_that_accepts_an_epilogue():
     """A new layer class with `accepts_epilogue` must join the matrix above."""
-    from kuiper import registry
+    from kuiper.core import registry
 
     accepting = {t for t, cls in registry.supported("cpu").items()
                  if getattr(cls, "accepts_epilogue", False)}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 
 pytestmark = pytest.mark.slow
 

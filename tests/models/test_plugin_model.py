@@ -21,8 +21,8 @@ import pytest
 import torch
 
 import kuiper
-from kuiper import registry
-from kuiper.tools.testing import assert_close
+from kuiper.core import registry
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.models.common import image, torch_outputs
 

@@ -28,7 +28,7 @@ class TwoBranchNet(nn.Module):
 @pytest.fixture(scope="session")
 def two_branch_model(export_model):
     if not opencl_available():
-        from kuiper.opencl.runtime import INSTALL_HINT
+        from kuiper.opencl.device.runtime import INSTALL_HINT
 
         pytest.skip(f"no OpenCL device: {INSTALL_HINT}")
     torch.manual_seed(0)

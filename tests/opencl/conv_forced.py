@@ -16,9 +16,10 @@ import numpy as np
 import torch
 
 import kuiper
-from kuiper.layers.opencl_helpers import conv_algorithms, conv_select
-from kuiper.layers.opencl_helpers.conv_algorithms import ConvProblem
-from kuiper.tools.testing import write_operator_model
+from kuiper.layers.opencl_conv import algorithms as conv_algorithms
+from kuiper.layers.opencl_conv import selector as conv_select
+from kuiper.layers.opencl_conv.algorithms import ConvProblem
+from kuiper.testing import write_operator_model
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Run one convolution algorithm (layers/opencl_helpers/conv_algorithms.py) on its own.
+"""Run one convolution algorithm (layers/opencl_conv/algorithms.py) on its own.
 
 `run_algorithm` builds the ConvProblem and ConvOperands the way layers/opencl/conv2d.py does,
 binds the algorithm on a bare OpenCL layer and enqueues its launches: the algorithm is checked
@@ -12,14 +12,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kuiper import registry
-from kuiper.ir import RuntimeOperator
+from kuiper.core import registry
+from kuiper.core.ir import RuntimeOperator
 from kuiper.layers.common import conv_geometry
-from kuiper.layers.common.epilogue import Epilogue
+from kuiper.passes.epilogue import Epilogue
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvOperands, ConvProblem
-from kuiper.opencl.runtime import OpenCLRuntime
-from kuiper.opencl.vector_width import wide_vectors
+from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvOperands, ConvProblem
+from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.opencl.device.vector_width import wide_vectors
 
 
 def wide(algorithm: str, params: dict | None) -> bool:
@@ -34,7 +34,7 @@ def wide(algorithm: str, params: dict | None) -> bool:
 
 def skip_where_too_wide(algorithm: str, params: dict | None) -> None:
     """Skip, saying why, a 16-wide kernel on a device whose compiler cannot build one (PoCL
-    3.0 on AMD Zen 4: kuiper/opencl/vector_width.py); the 8-wide sets still run there."""
+    3.0 on AMD Zen 4: kuiper/opencl/device/vector_width.py); the 8-wide sets still run there."""
     import pytest
 
     device = OpenCLRuntime.shared().device

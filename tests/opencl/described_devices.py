@@ -1,6 +1,6 @@
 """OpenCL devices as the cost model sees them: a few attributes, no hardware needed.
 
-The cost model (layers/opencl_helpers/conv_cost.py, cost_model.py) reads only what OpenCL
+The cost model (kuiper/opencl/device/roofline.py, cost_model.py) reads only what OpenCL
 reports about a device, so its choices for an H100 or a 2-core CPU can be checked anywhere.
 """
 

@@ -1,4 +1,4 @@
-"""The blocked depthwise convolution (layers/opencl_helpers/conv_depthwise.py), forced, against
+"""The blocked depthwise convolution (layers/opencl_conv/depthwise.py), forced, against
 PyTorch: channel multipliers, kernel sizes, strides, dilations, every padding mode, images
 smaller than a block or not a multiple of it, 1-D and 3-D, fused epilogues, every parameter set.
 """
@@ -12,10 +12,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kuiper.errors import KuiperError
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, forced
-from kuiper.opencl.runtime import OpenCLRuntime
-from kuiper.tools.testing import assert_close
+from kuiper.core.errors import KuiperError
+from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, forced
+from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, run_forced, torch_conv
 from tests.opencl.conv_harness import (

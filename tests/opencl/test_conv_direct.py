@@ -1,4 +1,4 @@
-"""The direct convolution with channels as lanes (layers/opencl_helpers/conv_direct.py), forced,
+"""The direct convolution with channels as lanes (layers/opencl_conv/direct.py), forced,
 against PyTorch: output channels that do not fill a vector, rows that are not a whole number of
 pixel runs, images narrower than a run, stride 2 and 3, dilation, groups, batches, padding wider
 than the kernel's reach, 1-D, fused epilogues (with a residual read channel by channel), the
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch.nn as nn
 
-from kuiper.errors import KuiperError
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvProblem
-from kuiper.layers.opencl_helpers.conv_direct import (
+from kuiper.core.errors import KuiperError
+from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvProblem
+from kuiper.layers.opencl_conv.direct import (
     GROUP_ITEMS,
     GROUPS_PER_UNIT,
     PARAMETER_SETS,
@@ -24,7 +24,7 @@ from kuiper.layers.opencl_helpers.conv_direct import (
     pack_weight,
     row_fitted,
 )
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, run_forced, torch_conv
 from tests.opencl.conv_harness import (
@@ -222,7 +222,7 @@ def test_the_cost_model_picks_direct_where_it_was_measured_fastest(x_shape, w_sh
     under PoCL (conv_direct.py's comment): first on the stride-2 and 7x7 layers above, behind
     gemm_1x1 and Winograd elsewhere; on the described H100 it is not first here (the sweep
     below checks the GPU more widely)."""
-    from kuiper.layers.opencl_helpers import conv_select
+    from kuiper.layers.opencl_conv import selector as conv_select
     from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
 
     problem = make_problem(x_shape, w_shape, stride=stride, padding=padding)
@@ -233,7 +233,7 @@ def test_the_cost_model_picks_direct_where_it_was_measured_fastest(x_shape, w_sh
 def test_the_cost_model_never_picks_direct_on_a_gpu():
     """Small layers included (LeNet's 5x5, CIFAR's 8x8, 7x7 kernels on 7-14 pixels), where the
     launch overhead dominates every estimate and a low efficiency alone let it win."""
-    from kuiper.layers.opencl_helpers import conv_select
+    from kuiper.layers.opencl_conv import selector as conv_select
     from tests.opencl.described_devices import fake_h100
 
     device = fake_h100()

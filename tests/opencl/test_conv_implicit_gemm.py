@@ -1,4 +1,4 @@
-"""implicit_gemm (layers/opencl_helpers/conv_implicit_gemm.py), forced, against PyTorch.
+"""implicit_gemm (layers/opencl_conv/implicit_gemm.py), forced, against PyTorch.
 
 Through the real OpenCL layer (the selector forced or pinned, tests/opencl/conv_forced.py):
 1-D, 2-D and 3-D convolutions of awkward shapes (odd channels, 1x1 outputs, K not a multiple
@@ -14,10 +14,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kuiper.errors import OperatorError
-from kuiper.layers.opencl_helpers import conv_implicit_gemm
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvProblem
-from kuiper.tools.testing import assert_close
+from kuiper.core.errors import OperatorError
+from kuiper.layers.opencl_conv import implicit_gemm as conv_implicit_gemm
+from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvProblem
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, problem_of, run_forced, torch_conv
 
@@ -165,7 +165,7 @@ def test_pnnx_export_forced(export_model, rng):
         expected = net(x).numpy()
     path = export_model("implicit_gemm_net", net, (x,))
     import kuiper
-    from kuiper.layers.opencl_helpers import conv_algorithms
+    from kuiper.layers.opencl_conv import algorithms as conv_algorithms
 
     with conv_algorithms.forced(NAME):
         graph = kuiper.load(path, backend="opencl")

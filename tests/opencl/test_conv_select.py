@@ -14,11 +14,12 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.layers.common.epilogue import Epilogue
-from kuiper.layers.opencl_helpers import conv_select, gemm_params
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, forced
-from kuiper.opencl import tuning
-from kuiper.tools.testing import assert_close, write_operator_model
+from kuiper.passes.epilogue import Epilogue
+from kuiper.layers.opencl_conv import selector as conv_select
+from kuiper.layers.opencl_gemm import parameter_sets as gemm_params
+from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, forced
+from kuiper.opencl.device import tuning_cache as tuning
+from kuiper.testing import assert_close, write_operator_model
 from tests.conftest import opencl_available
 from tests.opencl.conv_harness import activation_operator, skip_where_too_wide
 
@@ -228,8 +229,8 @@ def test_cost_model_then_tuned_choice(tmp_path, rng, cache_dir):
 
 def test_cost_model_prefers_no_im2col_for_1x1(rng):
     """The roofline counts im2col's traffic: on a 1x1 convolution gemm_1x1 costs less."""
-    from kuiper.layers.opencl_helpers.conv_algorithms import ConvProblem
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.layers.opencl_conv.algorithms import ConvProblem
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     device = OpenCLRuntime.shared().device
     problem = ConvProblem(1, 64, 128, 1, (1, 28, 28), (1, 1, 1), (1, 28, 28), (1, 1, 1),
@@ -248,7 +249,7 @@ def test_linear_takes_the_tuned_parameter_set(tmp_path, rng, cache_dir):
     layer = next(op.layer for op in graph.order if op.type == "nn.Linear")
     assert (layer.algorithm, layer.algorithm_reason) == ("gemm", conv_select.COST_MODEL)
     device = graph.executor.runtime.device
-    from kuiper.layers.opencl_helpers.gemm_params import gemm_parameter_sets
+    from kuiper.layers.opencl_gemm.parameter_sets import gemm_parameter_sets
 
     params = gemm_parameter_sets(device)[-1]
     # the key names the weight's layout, which the layer picks for the device (linear.py)

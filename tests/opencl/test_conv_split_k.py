@@ -1,4 +1,4 @@
-"""split_k (layers/opencl_helpers/conv_split_k.py), forced, against PyTorch.
+"""split_k (layers/opencl_conv/split_k.py), forced, against PyTorch.
 
 Through the real OpenCL layer (tests/opencl/conv_forced.py): awkward shapes with K long enough
 to split (odd channels, 1x1 and 3x3 outputs, batch > 1, groups, stride 2, dilation 2, every
@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import torch.nn as nn
 
-from kuiper.errors import OperatorError
-from kuiper.layers.opencl_helpers import conv_implicit_gemm, conv_split_k
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, ConvProblem
-from kuiper.tools.testing import assert_close
+from kuiper.core.errors import OperatorError
+from kuiper.layers.opencl_conv import implicit_gemm as conv_implicit_gemm
+from kuiper.layers.opencl_conv import split_k as conv_split_k
+from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvProblem
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, problem_of, run_forced, torch_conv
 from tests.opencl.described_devices import fake_h100
@@ -137,7 +138,7 @@ def test_gpu_cost_model_calibration(problem, measured_best):
     """The GPU figures that `kuiper tune --json` on the H100 corrected (conv_implicit_gemm.py):
     no blocked (CPU) kernel, no 32x32 tile and no depthwise_direct is the pick where the H100
     measured them several times slower than the best candidate."""
-    from kuiper.layers.opencl_helpers import conv_select
+    from kuiper.layers.opencl_conv import selector as conv_select
 
     gpu = fake_h100()
     algo = conv_select.by_cost(problem, gpu)[0][1]
@@ -148,7 +149,8 @@ def test_gpu_cost_model_calibration(problem, measured_best):
 def test_the_gemm_cost_model_ranks_either_family_on_a_gpu(monkeypatch, family):
     """Tests force the CPU family on a GPU (FORCE_GEMM): the cost model must rank it too (it
     read the GPU-only tile keys of gemm_blocked's parameter sets, a KeyError on the H100)."""
-    from kuiper.layers.opencl_helpers import cost_model, gemm_params
+    from kuiper.layers.opencl_gemm import cost as cost_model
+    from kuiper.layers.opencl_gemm import parameter_sets as gemm_params
 
     monkeypatch.setattr(gemm_params, "FORCE_GEMM", family)
     ranked = cost_model.ranked_gemm_params(fake_h100(), 70, 33, 130)

@@ -1,4 +1,4 @@
-"""Winograd F(4x4,3x3) and F(2x2,3x3) (layers/opencl_helpers/conv_winograd.py), forced, against
+"""Winograd F(4x4,3x3) and F(2x2,3x3) (layers/opencl_conv/winograd.py), forced, against
 PyTorch: odd channel counts, images smaller than a tile or not a multiple of it, batches,
 paddings 0/1/2, with and without bias, fused epilogues, a weight given as an input.
 
@@ -10,7 +10,7 @@ by cancellation), and per output tile (its outputs come from the same transforme
 share one error): |y - y_torch| <= GROWTH * eps32 * max of S over the tile. Measured on these
 tests (128 and 256 channels included): at most 22 eps32 for F(4x4), 1.6 for F(2x2), and 1-3 for
 the im2col path scaled the same way; GROWTH leaves a 3-5x margin. Every output must also pass
-the suite's usual rule (kuiper.tools.testing.assert_close).
+the suite's usual rule (kuiper.testing.assert_close).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kuiper.errors import KuiperError
-from kuiper.layers.opencl_helpers import conv_winograd
-from kuiper.layers.opencl_helpers.conv_algorithms import ALGORITHMS, forced
-from kuiper.tools.testing import assert_close
+from kuiper.core.errors import KuiperError
+from kuiper.layers.opencl_conv import winograd as conv_winograd
+from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, forced
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, run_forced
 from tests.opencl.conv_harness import (
@@ -268,8 +268,8 @@ def test_winograd_every_parameter_set_of_the_tiled_products(rng, name):
     fits the device (F(2x2): every other one; the same kernel; Oclgrind: two), forced here on
     whatever device the suite has, computes the same. Odd tiles and channels: the padding to
     float4s and the GEMM's edges both matter."""
-    from kuiper.layers.opencl_helpers.gemm_params import GPU_PARAMETER_SETS, fits
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.layers.opencl_gemm.parameter_sets import GPU_PARAMETER_SETS, fits
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     device = OpenCLRuntime.shared().device
     case = ConvCase((2, 19, 13, 10), 37, (3, 3), padding=(1, 1))

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kuiper.layers.common.epilogue import Epilogue
-from kuiper.layers.opencl_helpers import gemm
-from kuiper.tools.testing import assert_close
+from kuiper.passes.epilogue import Epilogue
+from kuiper.layers.opencl_gemm import launch as gemm
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_harness import activation_operator
 
@@ -40,7 +40,7 @@ class GemmLayer:
 
 @pytest.fixture(scope="module")
 def runtime():
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     return OpenCLRuntime.shared()
 
@@ -162,7 +162,7 @@ def test_parameter_sets_are_what_the_families_promise():
 def test_the_cost_model_picks_gemv_for_a_classifier_at_batch_1(device):
     """A linear layer on one row (MobileNetV2's classifier, 1280 -> 1000) goes to gemv.h, which
     reads the weight once; at 64 rows, or in a convolution's layout, the GEMM families do."""
-    from kuiper.layers.opencl_helpers.cost_model import ranked_gemm_params
+    from kuiper.layers.opencl_gemm.cost import ranked_gemm_params
     from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
 
     dev = fake_h100() if device == "h100" else fake_two_core_cpu()
@@ -174,7 +174,7 @@ def test_the_cost_model_picks_gemv_for_a_classifier_at_batch_1(device):
 def test_the_cost_model_keeps_16x8_blocks_for_big_square_products():
     """256x128 tiles of 16x8 blocks are the fastest at 4096^3 on the H100 and slower than the
     8x8 sets on every convolution shape measured (gemm_params.py): the cost model agrees."""
-    from kuiper.layers.opencl_helpers.cost_model import ranked_gemm_params
+    from kuiper.layers.opencl_gemm.cost import ranked_gemm_params
     from tests.opencl.described_devices import fake_h100
 
     def blocks(m, n, k, z=1):

@@ -4,7 +4,7 @@ with a KuiperError naming the operator; never a float kernel run on another dtyp
 The fuzzed case: `pnnx.Input in0 0 1 0 #0=(1,3,8,8)u8` followed by nn.ReLU. The ReLU kernel
 reads 4-byte floats, so on the 1-byte buffer it read and wrote past the end (SIGSEGV), and an
 int32 or float64 input came out silently wrong. Now the executor compares what every kernel
-reads (OpenCL's argument types) with the dtypes bound to it (kuiper/opencl/element_types.py),
+reads (OpenCL's argument types) with the dtypes bound to it (kuiper/opencl/device/element_types.py),
 and a twin whose kernels cannot take a dtype runs its CPU layer (graph.fallbacks).
 """
 
@@ -19,8 +19,8 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper import KuiperError, OperatorError
-from kuiper.opencl.element_types import INT_MAX, reads_correctly
-from kuiper.tools.testing import run_operator, write_operator_model
+from kuiper.opencl.device.element_types import INT_MAX, reads_correctly
+from kuiper.testing import run_operator, write_operator_model
 from tests.conftest import opencl_available
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")

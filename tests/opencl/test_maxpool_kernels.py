@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from kuiper.layers.opencl import maxpool
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 from tests.conftest import opencl_available
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
@@ -68,8 +68,8 @@ def test_forced_kernel_on_a_1d_pool(monkeypatch, rng, kernel):
 def test_the_runs_kernel_is_the_cpu_default_and_indices_keep_the_walk(tmp_path):
     """Which kernel each layer binds: maxpool_runs needs no indices and a CPU device."""
     import kuiper
-    from kuiper.opencl.runtime import is_cpu
-    from kuiper.tools.testing import write_operator_model
+    from kuiper.opencl.device.runtime import is_cpu
+    from kuiper.testing import write_operator_model
 
     x = np.zeros((1, 2, 9, 9), np.float32)
     kernels, device = {}, None
@@ -95,7 +95,7 @@ def test_runs_wider_than_the_span_limit_take_the_per_output_kernel(monkeypatch, 
     windows of 9 columns dilated by 7 span exactly 64 for 8 outputs and may run there, 10 do
     not, and the layer binds the per-output kernel even when the runs kernel is forced."""
     import kuiper
-    from kuiper.tools.testing import write_operator_model
+    from kuiper.testing import write_operator_model
 
     monkeypatch.setattr(maxpool, "KERNEL", "maxpool_runs")
     x = rng.standard_normal((1, 2, 3, 90)).astype(np.float32)

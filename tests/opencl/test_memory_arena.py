@@ -1,4 +1,4 @@
-"""The memory plan on an OpenCL device (kuiper/memory/device.py): operands in one arena (or
+"""The memory plan on an OpenCL device (kuiper/opencl/execution/device_memory.py): operands in one arena (or
 pooled buffers), workspaces in one shared scratch buffer, and the same bits as a buffer each.
 
 The planned runs are compared with the naive ones *bit for bit*: the kernels are the same, only
@@ -16,7 +16,7 @@ from torch import nn
 
 import kuiper
 from kuiper.memory import STRATEGIES, conflicts
-from kuiper.opencl.runtime import OpenCLRuntime
+from kuiper.opencl.device.runtime import OpenCLRuntime
 from tests.conftest import opencl_available
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
@@ -62,10 +62,10 @@ def load(path, memory, **options):
 
 def test_pooled_buffers_need_no_sub_buffers_and_are_the_gpu_default(mixed):
     """greedy_in_order hands each tensor a block from its beginning: no sub-buffers, which
-    slow every launch on NVIDIA's driver (kuiper/memory/device.py: default_strategy). It is
+    slow every launch on NVIDIA's driver (kuiper/opencl/execution/device_memory.py: default_strategy). It is
     the default on devices that are not CPUs; CPUs get the arena."""
-    from kuiper.memory.device import default_strategy
-    from kuiper.memory.graph_pass import strategy_of
+    from kuiper.opencl.execution.device_memory import default_strategy
+    from kuiper.memory.plan_memory import strategy_of
     from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
 
     assert default_strategy(fake_h100()) == "greedy_in_order"
@@ -167,7 +167,7 @@ def test_inner_operands_asked_by_name_are_read_before_their_bytes_are_reused(mix
 
 
 def test_workspaces_share_one_scratch_buffer(mixed):
-    from kuiper.layers.opencl_helpers.conv_algorithms import forced
+    from kuiper.layers.opencl_conv.algorithms import forced
 
     path, x, _ = mixed
     with forced("im2col_gemm"):  # every 3x3 convolution asks for an im2col column matrix
@@ -195,7 +195,7 @@ def test_pooled_workspaces_hand_out_whole_buffers(mixed):
     """With greedy_in_order (a GPU's default: NVIDIA's launches slow down with every
     sub-buffer of a buffer they use) the scratch is a buffer per rank of request size, as large
     as the largest request of that rank, each handed out whole: no sub-buffer at all."""
-    from kuiper.layers.opencl_helpers.conv_algorithms import forced
+    from kuiper.layers.opencl_conv.algorithms import forced
 
     path, x, _ = mixed
     with forced("winograd_f2x2"):   # two workspaces per layer (V and the products)
@@ -224,7 +224,7 @@ def test_pooled_workspaces_hand_out_whole_buffers(mixed):
 def test_pooled_requests_take_the_slot_of_their_size_rank(sizes, ranks):
     """A step's largest workspace takes the first pooled buffer, whichever it asked for first:
     two layers asking (small, large) and (large, small) share two buffers, not two large."""
-    from kuiper.memory.device import size_ranks
+    from kuiper.opencl.execution.device_memory import size_ranks
 
     assert size_ranks(sizes) == ranks
 

@@ -5,7 +5,7 @@ OpenCL's fmax/fmin return the other operand when one is NaN (`fmax(NaN, 0) == 0`
 `clamp` is built on them, while PyTorch propagates NaN through relu, clamp, max ... A kernel
 written with them turns a NaN into a number without any error: these tests feed NaN, +inf and
 -inf (next to ordinary numbers) to each operator and compare element by element, NaN equal to
-NaN (kuiper.tools.testing.assert_close).
+NaN (kuiper.testing.assert_close).
 """
 
 import numpy as np
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 from tests.layers.test_activation import CASES as ACTIVATIONS
 
 # Every special value, and ordinary ones around the kinks, in an awkward shape (3 x 7).

@@ -5,8 +5,8 @@ import pytest
 
 import kuiper
 from kuiper.clkernels import KERNEL_DIR
-from kuiper.errors import KernelBuildError
-from kuiper.tools.testing import write_operator_model
+from kuiper.core.errors import KernelBuildError
+from kuiper.testing import write_operator_model
 from tests.conftest import opencl_available
 
 
@@ -15,7 +15,7 @@ def runtime(monkeypatch):
     """A runtime of its own (an empty cache) that counts the programs it compiles."""
     if not opencl_available():
         pytest.skip("no OpenCL device: pocl-binary-distribution failed to load")
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     rt = OpenCLRuntime()
     rt.builds = []

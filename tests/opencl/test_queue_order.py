@@ -3,7 +3,7 @@
 import numpy as np
 
 import kuiper
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 
 
 def test_in_order_and_out_of_order_queues_agree(two_branch_model):

@@ -1,4 +1,4 @@
-"""The teaching GEMMs of lesson 12 (layers/opencl_helpers/tiled_gemm.py) beyond what the
+"""The teaching GEMMs of lesson 12 (kuiper/course/tiled_gemm.py) beyond what the
 lesson's own tests check: the naive kernel is right too, the timing refuses a queue without
 profiling, and `interleaved_medians` really interleaves."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kuiper.errors import KuiperError
-from kuiper.layers.opencl_helpers import tiled_gemm
+from kuiper.core.errors import KuiperError
+from kuiper.course import tiled_gemm
 from tests.conftest import opencl_available
 
 needs_opencl = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
@@ -16,7 +16,7 @@ needs_opencl = pytest.mark.skipif(not opencl_available(), reason="no OpenCL devi
 
 @pytest.fixture(scope="module")
 def runtime():
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     return OpenCLRuntime(profiling=True)
 
@@ -37,7 +37,7 @@ def test_the_naive_kernel_matches_numpy(runtime, m, n, k):
 
 @needs_opencl
 def test_timing_without_profiling_is_a_kuiper_error():
-    from kuiper.opencl.runtime import OpenCLRuntime
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     plain = OpenCLRuntime(profiling=False)
     a = plain.to_device(np.ones((4, 4), np.float32))

@@ -3,7 +3,7 @@
 import pyopencl as cl
 
 import kuiper
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 
 
 def test_one_upload_per_input_one_download_per_output(two_branch_model, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.errors import ModelFormatError
+from kuiper.core.errors import ModelFormatError
 from kuiper.parser.binfile import WeightArchive
 
 SUFFIXES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,

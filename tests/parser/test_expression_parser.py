@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-import kuiper  # noqa: F401  (import order: `parser` imports kuiper.errors, which needs kuiper)
-from kuiper.errors import ExpressionError
+import kuiper  # noqa: F401  (import order: `parser` imports kuiper.core.errors, which needs kuiper)
+from kuiper.core.errors import ExpressionError
 from kuiper.parser.expression import (
     FUNCTIONS,
     Call,

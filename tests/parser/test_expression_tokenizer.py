@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-import kuiper  # noqa: F401  (import order: `parser` imports kuiper.errors, which needs kuiper)
-from kuiper.errors import ExpressionError
+import kuiper  # noqa: F401  (import order: `parser` imports kuiper.core.errors, which needs kuiper)
+from kuiper.core.errors import ExpressionError
 from kuiper.parser.expression.tokenizer import Kind, tokenize
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.errors import ModelFormatError
+from kuiper.core.errors import ModelFormatError
 from kuiper.parser.binfile import WeightArchive
 
 A = np.arange(6, dtype=np.float32)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.errors import ExpressionError
+from kuiper.core.errors import ExpressionError
 from kuiper.parser.expression import evaluate, parse, to_rpn
 from kuiper.parser.expression.ast import MAX_DEPTH
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.errors import ModelFormatError
+from kuiper.core.errors import ModelFormatError
 from kuiper.parser.param import read_param
 from kuiper.parser.values import DTYPES, as_float, parse_dtype_suffix, parse_value
 
@@ -404,7 +404,7 @@ def test_declared_weights_without_a_bin_file(tmp_path):
 
 def test_parsed_values_survive_the_runtime_graph(tmp_path):
     # The graph keeps the parser's params as they are; layers read them with typed accessors.
-    from kuiper.graph import RuntimeGraph
+    from kuiper.graph.runtime_graph import RuntimeGraph
 
     path = write_param(tmp_path, ["pnnx.Input pnnx_input_0 0 1 0 #0=(1,3)f32",
                                   PARAMS_LINE, "pnnx.Output pnnx_output_0 1 0 1"])

@@ -76,7 +76,7 @@ def test_without_direct_blas_convolutions_fall_back_to_im2col():
 import numpy as np, torch, torch.nn.functional as F
 from kuiper.layers.cpu_helpers import blas, tap_gemm
 from kuiper.layers.cpu.conv2d import ConvNd
-from kuiper.tools.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator
 assert not blas.available() and not tap_gemm.available()
 ConvNd.lowering = "taps"  # asked for, but not available: im2col runs
 rng = np.random.default_rng(0)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +89,7 @@ def test_help_lists_every_command():
 
 def run_main(capsys, *args: str) -> subprocess.CompletedProcess:
     """`kuiper ARGS` in this process (faster; for the many error cases)."""
-    from kuiper.tools.cli import main
+    from kuiper.cli.main import main
 
     try:
         code = main(list(args))
@@ -168,8 +168,8 @@ def test_run_image_is_resized_and_imagenet_normalised(tiny, tmp_path):
 def test_image_for_a_one_channel_model_is_plain_grey(tmp_path):
     from PIL import Image
 
-    from kuiper.graph import Port
-    from kuiper.tools.inputs import load_image
+    from kuiper.graph.runtime_graph import Port
+    from kuiper.io.inputs import load_image
 
     Image.new("L", (16, 16), 51).save(tmp_path / "g.png")
     x = load_image(tmp_path / "g.png", Port("in", (1, 1, 8, 8), np.dtype(np.float32)))
@@ -218,8 +218,8 @@ def test_devices_marks_the_default():
 
 def test_devices_without_any_opencl_platform(monkeypatch, capsys):
     # In process: hiding the platforms from the real OpenCL loader is not portable.
-    from kuiper.opencl import runtime
-    from kuiper.tools import cli
+    from kuiper.opencl.device import runtime
+    from kuiper.cli import main as cli
 
     monkeypatch.setattr(runtime, "list_devices", list)
     assert cli.main(["devices"]) == 1
@@ -240,14 +240,14 @@ def test_demo_agrees_with_torch(backend):
 def test_demo_needs_neither_torch_nor_sklearn():
     code = ("import sys\n"
             "for m in ('torch', 'sklearn', 'pnnx', 'onnxruntime'): sys.modules[m] = None\n"
-            "from kuiper.tools.cli import main\nsys.exit(main(sys.argv[1:]))")
+            "from kuiper.cli.main import main\nsys.exit(main(sys.argv[1:]))")
     result = kuiper_cli("demo", "--show", "0", code=code)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK: Kuiper and PyTorch agree" in result.stdout
 
 
 def test_demo_pictures():
-    from kuiper.tools.demo.digits import ASCII_SHADES, pick_examples, render_digit, render_row
+    from kuiper.demo.digits import ASCII_SHADES, pick_examples, render_digit, render_row
 
     image = np.zeros((8, 8), np.float32)
     image[2:6, 3] = 1.0
@@ -284,8 +284,8 @@ def test_bench_with_references(tiny):
 
 def test_bench_skips_missing_references():
     code = ("import sys\nsys.modules['torch'] = None\n"
-            "from kuiper.tools.cli import main\nsys.exit(main(sys.argv[1:]))")
-    result = kuiper_cli("bench", "kuiper/tools/demo/digits.pnnx.param", "--backends", "cpu",
+            "from kuiper.cli.main import main\nsys.exit(main(sys.argv[1:]))")
+    result = kuiper_cli("bench", "kuiper/demo/digits.pnnx.param", "--backends", "cpu",
                         "--against", "torch,onnxruntime", "--repeat", "2", "--warmup", "0",
                         "--top", "0", code=code)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -295,5 +295,5 @@ def test_bench_skips_missing_references():
 
 
 def test_bench_bad_repeat(capsys):
-    assert_user_error(run_main(capsys, "bench", "kuiper/tools/demo/digits.pnnx.param", "--repeat",
+    assert_user_error(run_main(capsys, "bench", "kuiper/demo/digits.pnnx.param", "--repeat",
                                "0"), "--repeat")

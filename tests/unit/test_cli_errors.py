@@ -31,7 +31,7 @@ ON_POSIX = os.name == "posix"
 # --- running the CLI ----------------------------------------------------------------------------
 def run_main(capsys, *args: str) -> subprocess.CompletedProcess:
     """`kuiper ARGS` in this process; argparse's SystemExit becomes the exit status."""
-    from kuiper.tools.cli import main
+    from kuiper.cli.main import main
 
     try:
         code = main(list(args))
@@ -245,9 +245,9 @@ def test_huge_input_shape_is_refused_before_allocating(model, capsys):
 
 
 def test_random_inputs_refuse_a_huge_shape_themselves():
-    from kuiper.errors import ResourceError
-    from kuiper.graph import Port
-    from kuiper.tools.inputs import random_inputs
+    from kuiper.core.errors import ResourceError
+    from kuiper.graph.runtime_graph import Port
+    from kuiper.io.inputs import random_inputs
 
     port = Port("x", (1, 3, 100000, 100000), np.dtype(np.float32))
     with pytest.raises(ResourceError, match="120,000,000,000 bytes"):

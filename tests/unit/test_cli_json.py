@@ -16,11 +16,11 @@ import sys
 import numpy as np
 import pytest
 
-from kuiper.tools.cli import main
+from kuiper.cli.main import main
 from tests.conftest import opencl_available
 from tests.unit.test_cli import assert_user_error, run_main
 
-DIGITS = "kuiper/tools/demo/digits.pnnx.param"
+DIGITS = "kuiper/demo/digits.pnnx.param"
 
 
 def parse(result) -> dict:
@@ -140,7 +140,7 @@ def test_bench_times_steady_state_and_reports_the_first_run_after_each_pause(mon
     run after each pause is kept apart ("after idle"). On a fake clock: no real sleeps, exact."""
     from types import SimpleNamespace
 
-    from kuiper.tools import bench
+    from kuiper.cli import bench
 
     clock = {"now": 0.0, "cold_runs": 0}
 

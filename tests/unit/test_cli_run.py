@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kuiper.graph import Port
-from kuiper.tools.testing import assert_close
+from kuiper.graph.runtime_graph import Port
+from kuiper.testing import assert_close
 from tests.unit.test_cli import assert_user_error, run_main, tiny, torch_forward
 
-DIGITS = "kuiper/tools/demo/digits.pnnx.param"
+DIGITS = "kuiper/demo/digits.pnnx.param"
 GREY_PORT = Port("in", (1, 1, 8, 8), np.dtype(np.float32))
 RGB_PORT = Port("in", (1, 3, 8, 8), np.dtype(np.float32))
 __all__ = ["tiny"]  # the fixture, imported so pytest finds it here
@@ -30,7 +30,7 @@ def save(path, mode, size, colour, **kwargs):
 
 # --- preprocessing, unit by unit ------------------------------------------------------------
 def test_letterbox_keeps_the_aspect_ratio_and_pads_with_grey(tmp_path):
-    from kuiper.tools.preprocess import LETTERBOX_GREY, Preprocessing, load_images
+    from kuiper.io.preprocess import LETTERBOX_GREY, Preprocessing, load_images
 
     # 16 wide, 8 high into 8x8: scale 0.5 -> 8x4 in the middle rows 2..5, grey above and below
     path = save(tmp_path / "wide.png", "L", (16, 8), 200)
@@ -47,7 +47,7 @@ def test_letterbox_keeps_the_aspect_ratio_and_pads_with_grey(tmp_path):
 def test_center_crop_cuts_the_middle_and_squash_stretches(tmp_path):
     from PIL import Image
 
-    from kuiper.tools.preprocess import Preprocessing, load_images
+    from kuiper.io.preprocess import Preprocessing, load_images
 
     # left half black, right half white, 32 wide, 8 high: a center crop to 8x8 sees only the
     # middle 8 columns (4 black, 4 white); squash sees the whole width (same split, 4 + 4)
@@ -70,7 +70,7 @@ def test_center_crop_cuts_the_middle_and_squash_stretches(tmp_path):
 
 
 def test_task_defaults_and_overrides():
-    from kuiper.tools.preprocess import IMAGENET_MEAN, Preprocessing
+    from kuiper.io.preprocess import IMAGENET_MEAN, Preprocessing
 
     classify = Preprocessing.for_task("classify", channels=3)
     assert (classify.resize, classify.mean) == ("center-crop", IMAGENET_MEAN)
@@ -86,7 +86,7 @@ def test_task_defaults_and_overrides():
 
 
 def test_alpha_and_uint8_warnings(tmp_path, caplog):
-    from kuiper.tools.inputs import load_input
+    from kuiper.io.inputs import load_input
 
     save(tmp_path / "a.png", "RGBA", (8, 8), (10, 20, 30, 0))
     with caplog.at_level("WARNING", logger="kuiper"):
@@ -207,7 +207,7 @@ def test_detect_decodes_and_draws_boxes_on_the_original(export_model, tmp_path, 
     import torch
     from PIL import Image
 
-    from kuiper.tools.postprocess import detect
+    from kuiper.io.postprocess import detect
 
     module = tiny_detector()
     path = export_model("cli_tiny_detector", module, torch.zeros(1, 3, 16, 16))
@@ -219,7 +219,7 @@ def test_detect_decodes_and_draws_boxes_on_the_original(export_model, tmp_path, 
     assert result.returncode == 0, result.stderr
     assert "task: detect" in result.stdout and "resize letterbox" in result.stdout
     # expected: letterbox 32x8 -> 16x4 in rows 6..9 of a grey 16x16, [0, 1], no mean/std
-    from kuiper.tools.preprocess import LETTERBOX_GREY
+    from kuiper.io.preprocess import LETTERBOX_GREY
 
     x = np.full((16, 16, 3), LETTERBOX_GREY / 255, np.float32)
     small = Image.fromarray(pixels).resize((16, 4), Image.Resampling.BILINEAR)
@@ -237,7 +237,7 @@ def test_detect_decodes_and_draws_boxes_on_the_original(export_model, tmp_path, 
 def test_verbosity_flags_set_the_kuiper_logger(capsys):
     import logging
 
-    from kuiper.tools.logs import configure
+    from kuiper.cli.logs import configure
 
     child = logging.getLogger("kuiper.engine_part")  # what the engine's modules log through
     for (verbose, quiet), shown in {(0, False): ["info", "warning"],

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper import GraphError, GraphState, KuiperWarning, registry
+from kuiper import GraphError, GraphState, KuiperWarning
+from kuiper.core import registry
 from kuiper.layers.cpu.relu import ReLU as CpuReLU
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 
 DIGITS = Path(kuiper.__file__).parent / "tools" / "demo" / "digits.pnnx.param"
@@ -87,7 +88,7 @@ def test_a_weight_kept_by_the_caller_keeps_the_map_alive(backend, x):
 def test_the_kuiper_logger_is_silent_unless_configured():
     logger = logging.getLogger("kuiper")
     assert any(isinstance(h, logging.NullHandler) for h in logger.handlers)
-    assert logging.getLogger("kuiper.opencl.executor").parent is logger
+    assert logging.getLogger("kuiper.opencl.execution.executor").parent is logger
 
 
 @needs_opencl
@@ -98,7 +99,7 @@ def test_the_first_opencl_build_says_so_once(caplog, rng):
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert len(lines) == 1, lines
     assert lines[0].startswith("building OpenCL kernels for 9 operators on ")
-    assert caplog.records[0].name == "kuiper.opencl.executor"
+    assert caplog.records[0].name == "kuiper.opencl.execution.executor"
 
 
 # --- fallback warnings ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Loading an ONNX or TorchScript file through pnnx (kuiper/convert.py, `kuiper convert`).
+"""Loading an ONNX or TorchScript file through pnnx (kuiper/graph/convert.py, `kuiper convert`).
 
 The fast tests run a stand-in for the pnnx program (a small Python script that writes a
 one-ReLU model and counts its runs), so they need neither PyTorch nor the real converter:
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper import convert
-from kuiper.tools.cli import main
-from kuiper.tools.testing import assert_close
+from kuiper.graph import convert
+from kuiper.cli.main import main
+from kuiper.testing import assert_close
 
 # A stand-in for pnnx: writes <stem>.pnnx.param (a ReLU at the given inputshape, 1x3x4x4 by
 # default), an ncnn file Kuiper must not keep, a log line, and counts its runs in RUNS.

@@ -55,7 +55,7 @@ def repo_text_files() -> list[Path]:
 
 
 def test_the_path_test_finds_what_it_should():
-    assert path_like("layers/cpu/relu.py") and path_like("kuiper/tools/demo/")
+    assert path_like("layers/cpu/relu.py") and path_like("kuiper/demo/")
     assert path_like("tests/unit/test_docs.py),")  # punctuation around a path is dropped
     assert not path_like("layers/cpu/<stem>.py")  # a placeholder, not a file
     assert not path_like("/tmp/resolve") and not path_like("dist/kuiper_engine-*.whl")

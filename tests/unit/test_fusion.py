@@ -165,7 +165,7 @@ def test_every_layer_that_accepts_an_epilogue_takes_one():
     keep the arguments."""
     import inspect
 
-    from kuiper import registry
+    from kuiper.core import registry
 
     for op_type, cls in registry.supported("cpu").items():
         parameters = inspect.signature(cls.forward).parameters
@@ -176,7 +176,7 @@ def test_every_layer_that_accepts_an_epilogue_takes_one():
 
 
 def test_the_pairs_cover_every_fusable_type():
-    from kuiper import registry
+    from kuiper.core import registry
 
     producers = {cls for t, cls in registry.supported("cpu").items() if cls.accepts_epilogue}
     # torch.matmul reads two operands: tests/models/test_fusion_matrix.py exports it

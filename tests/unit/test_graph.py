@@ -13,7 +13,7 @@ import pytest
 
 import kuiper
 from kuiper import GraphError, GraphState, InputError, UnsupportedOperatorError
-from kuiper.graph import RuntimeGraph
+from kuiper.graph.runtime_graph import RuntimeGraph
 
 
 def write_model(tmp_path, lines: list[str], weights: dict[str, np.ndarray] | None = None,

@@ -68,7 +68,7 @@ def imported_names(path: Path) -> list[tuple[int, str]]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             # `from kuiper.layers.cpu import relu` imports the module kuiper.layers.cpu.relu;
-            # `from kuiper.ir import Observer` imports kuiper.ir, for a name defined there
+            # `from kuiper.core.ir import Observer` imports kuiper.core.ir, for a name defined there
             for alias in node.names:
                 module = f"{base}.{alias.name}"
                 found.append((node.lineno, module if file_of(module) else base))
@@ -215,11 +215,11 @@ def test_kuiper_imports_beside_a_users_own_layers_and_parser(tmp_path):
     script.write_text(textwrap.dedent("""
         import numpy as np
         import kuiper
-        from kuiper.tools.demo import DIGITS_PARAM
+        from kuiper.demo import DIGITS_PARAM
 
         graph = kuiper.load(DIGITS_PARAM)
         x = np.zeros(graph.inputs[0].shape, np.float32)
-        print("ok", graph(x).shape, len(kuiper.registry.supported("cpu")))
+        print("ok", graph(x).shape, len(kuiper.core.registry.supported("cpu")))
     """))
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=this_checkout(),
                             capture_output=True, text=True, timeout=120)

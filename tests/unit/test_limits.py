@@ -1,4 +1,4 @@
-"""Resource budgets (kuiper/limits.py): a tiny file that asks for petabytes is refused at load,
+"""Resource budgets (kuiper/core/limits.py): a tiny file that asks for petabytes is refused at load,
 by a ResourceError naming the operator, before anything is allocated."""
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 
 import kuiper
 from kuiper import Limits, ResourceError
-from kuiper.limits import planned_bytes
-from kuiper.tools.testing import run_operator, write_operator_model
+from kuiper.core.limits import planned_bytes
+from kuiper.testing import run_operator, write_operator_model
 
 
 def write(tmp_path, text: str) -> str:

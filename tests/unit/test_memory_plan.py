@@ -293,7 +293,7 @@ def test_bench_reports_the_peak_memory(small_net):
 
 
 def test_the_memory_plan_figure_draws_one_rectangle_per_tensor(small_net):
-    from kuiper.tools import figures
+    from kuiper.course import figures
 
     svg = figures.memory_plan_figure(str(small_net[0]))
     root = ET.fromstring(svg)

@@ -1,4 +1,4 @@
-"""Inputs and outputs by name (kuiper/named_io.py), as onnxruntime and ncnn users expect.
+"""Inputs and outputs by name (kuiper/graph/named_io.py), as onnxruntime and ncnn users expect.
 
 Feeds as a dict keyed by pnnx operand number or alias (`in0`), outputs by name or alias
 (`out0`) or any operand inside the graph (ncnn's extract), a dict result, aliases in the ports
@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_info
 
 import kuiper
 from kuiper import InputError, KuiperError
-from kuiper.tools.testing import assert_close
+from kuiper.testing import assert_close
 
 DIGITS = Path(kuiper.__file__).parent / "tools" / "demo" / "digits.pnnx.param"
 ALL_OPERANDS = [str(i) for i in range(10)]  # "0" (the input) to "9" (the output)

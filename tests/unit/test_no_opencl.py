@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.opencl import runtime
-from kuiper.opencl.runtime import INSTALL_HINT, install_hint
-from kuiper.tools.demo import DIGITS_PARAM, DIGITS_TEST
+from kuiper.opencl.device import runtime
+from kuiper.opencl.device.runtime import INSTALL_HINT, install_hint
+from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
 from tests.unit.test_cli import assert_user_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def get_platforms():
     raise pyopencl.LogicError("clGetPlatformIDs", -1001, "PLATFORM_NOT_FOUND_KHR")
 pyopencl.get_platforms = get_platforms
 """
-CLI = "import sys\nfrom kuiper.tools.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+CLI = "import sys\nfrom kuiper.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def run_python(args: list[str], code: str | None = None, pythonpath: Path | None = None

@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.passes import PASS_NAMES
-from kuiper.tools.cli import main
-from kuiper.tools.testing import assert_close
+from kuiper.graph.pipeline import PASS_NAMES
+from kuiper.cli.main import main
+from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.unit.test_graph import write_model
 
@@ -354,7 +354,7 @@ def test_linear_writes_its_fused_output_into_out(tmp_path):
 
 def test_fusion_saves_kernel_launches_on_opencl(models):
     if not opencl_available():
-        from kuiper.opencl.runtime import INSTALL_HINT
+        from kuiper.opencl.device.runtime import INSTALL_HINT
 
         pytest.skip(f"no OpenCL device: {INSTALL_HINT}")
     path, _ = models["fuse"]

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper import plugins, registry
+from kuiper.core import plugins
+from kuiper.core import registry
 from tests.conftest import opencl_available
 
 MODEL = """7767517
@@ -352,7 +353,7 @@ def test_a_cpu_only_plugin_runs_in_an_opencl_graph_as_a_fallback(tmp_path):
     ("x.Y:shape=(1,2)", ("x.Y", "shape", [1, 2])),
 ])
 def test_param_option_reads_type_key_and_value(text, expected):
-    from kuiper.tools.options import type_param
+    from kuiper.cli.options import type_param
 
     assert type_param(text) == expected
 
@@ -361,7 +362,7 @@ def test_param_option_reads_type_key_and_value(text, expected):
 def test_param_option_refuses_what_it_cannot_read(text):
     import argparse
 
-    from kuiper.tools.options import type_param
+    from kuiper.cli.options import type_param
 
     with pytest.raises(argparse.ArgumentTypeError, match="expected TYPE:KEY=VALUE"):
         type_param(text)

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kuiper.layers.opencl_helpers.conv_launch import PREFETCH_STEPS, prefetch_options
-from kuiper.opencl import runtime
+from kuiper.layers.opencl_conv.launch import PREFETCH_STEPS, prefetch_options
+from kuiper.opencl.device import runtime
 
 
 def device(kind: str, platform: str):

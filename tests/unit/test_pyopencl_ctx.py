@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kuiper.errors import OpenCLUnavailableError
-from kuiper.opencl import runtime
+from kuiper.core.errors import OpenCLUnavailableError
+from kuiper.opencl.device import runtime
 
 PLATFORMS = {  # platform name, vendor -> device names
     ("Oclgrind", "Oclgrind"): ["Oclgrind Simulator"],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kuiper import registry
+from kuiper.core import registry
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_override_before_kuipers_own_layers_are_loaded():
     process, so that nothing has loaded Kuiper's layers yet."""
     code = textwrap.dedent("""
         import kuiper
-        from kuiper import registry
+        from kuiper.core import registry
 
         @kuiper.register("nn.ReLU", override=True)
         class MyReLU(kuiper.ElementwiseLayer):
@@ -134,8 +134,8 @@ def test_a_type_no_backend_knows_names_itself(empty_registry, monkeypatch):
 
 
 def test_each_backend_has_an_executor():
-    from kuiper.cpu_executor import CPUExecutor
-    from kuiper.opencl.executor import OpenCLExecutor
+    from kuiper.cpu.executor import CPUExecutor
+    from kuiper.opencl.execution.executor import OpenCLExecutor
 
     assert registry.executor_class("cpu") is CPUExecutor
     assert registry.executor_class("opencl") is OpenCLExecutor

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kuiper import registry
+from kuiper.core import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "clkernels"

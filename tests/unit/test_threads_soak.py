@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.tools.demo import DIGITS_PARAM
+from kuiper.demo import DIGITS_PARAM
 
 
 def run_in_threads(work, n_threads: int) -> list:

@@ -1,4 +1,4 @@
-"""The three topological orders of kuiper/topo.py on the same graphs.
+"""The three topological orders of kuiper/graph/topo.py on the same graphs.
 
 Every order must be a valid topological order (each operator after the producers of all its
 inputs), contain every operator exactly once, and the level schedule must never put an
@@ -15,10 +15,10 @@ import pytest
 import torch
 from torch import nn
 
-from kuiper import topo
-from kuiper.errors import GraphError
-from kuiper.graph import RuntimeGraph
-from kuiper.ir import RuntimeOperand, RuntimeOperator
+from kuiper.graph import topo
+from kuiper.core.errors import GraphError
+from kuiper.graph.runtime_graph import RuntimeGraph
+from kuiper.core.ir import RuntimeOperand, RuntimeOperator
 
 ORDERS = {"dfs_recursive": topo.dfs_recursive, "dfs_iterative": topo.dfs_iterative,
           "levels": lambda ops: topo.flatten_levels(topo.level_schedule(ops))}

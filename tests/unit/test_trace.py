@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import opencl_available
 from tests.unit.test_cli import assert_user_error, run_main
 
-DIGITS = "kuiper/tools/demo/digits.pnnx.param"
+DIGITS = "kuiper/demo/digits.pnnx.param"
 OPERATORS = {"features.0": "nn.Conv2d", "features.1": "nn.ReLU", "features.2": "nn.Conv2d",
              "features.3": "nn.ReLU", "features.4": "nn.MaxPool2d",
              "torch.flatten_0": "torch.flatten", "classifier.1": "nn.Linear",
@@ -85,7 +85,7 @@ def test_trace_file_errors_come_before_the_run(tmp_path, capsys):
 
 
 def test_chrome_trace_from_spans():
-    from kuiper.tools.trace import Span, chrome_trace
+    from kuiper.io.trace import Span, chrome_trace
 
     trace = chrome_trace([("a", [Span("conv", "nn.Conv2d", 1.5, 2.25, {"type": "nn.Conv2d"})]),
                           ("b", [])])

@@ -1,4 +1,4 @@
-"""`kuiper tune` and its cache (kuiper/opencl/tuning.py, kuiper/tools/tune.py).
+"""`kuiper tune` and its cache (kuiper/opencl/device/tuning_cache.py, kuiper/cli/tune.py).
 
 The cache: a round trip, its keys (device name *and* driver version), a corrupt or foreign
 file ignored with a warning, an unwritable cache dir refused with a clear error. The command:
@@ -18,9 +18,9 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.log import KuiperWarning
-from kuiper.opencl import tuning
-from kuiper.tools.testing import write_operator_model
+from kuiper.core.log import KuiperWarning
+from kuiper.opencl.device import tuning_cache as tuning
+from kuiper.testing import write_operator_model
 from tests.conftest import opencl_available
 
 needs_opencl = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
@@ -97,7 +97,7 @@ def test_an_unwritable_cache_dir_is_a_clear_error(tmp_path, monkeypatch):
 
 # --- the command --------------------------------------------------------------------------------
 def run_main(capsys, *args):
-    from kuiper.tools.cli import main
+    from kuiper.cli.main import main
 
     try:
         code = main(list(args))
@@ -190,8 +190,8 @@ def test_a_tune_makes_one_cache_flush_and_flushes_before_every_timed_run(monkeyp
                                                                           conv_model):
     """The flush's 64 MiB scratch buffer is made once per tune, not once per candidate; on a
     CPU device every timed run of every candidate follows a flush."""
-    from kuiper.opencl.runtime import is_cpu
-    from kuiper.tools import tune
+    from kuiper.opencl.device.runtime import is_cpu
+    from kuiper.cli import tune
 
     made, flushes = [], []
     real_flush = tune.cache_flush
@@ -215,8 +215,8 @@ def test_an_interrupted_tune_keeps_its_winners_and_resume_skips_them(capsys, cac
     """Each winner is stored as soon as its problem is timed: a tune stopped right after
     (Ctrl-C, raised here by the store itself) keeps it, and --resume times nothing the cache
     already holds."""
-    from kuiper.opencl import tuning
-    from kuiper.tools import tune
+    from kuiper.opencl.device import tuning_cache as tuning
+    from kuiper.cli import tune
 
     stored, real_store = [], tuning.store
 
@@ -296,8 +296,8 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
                                                                         export_model):
     """A convolution followed by SiLU and a residual add is timed storing through that fused
     epilogue (what the model runs), and on a CPU device each timed run follows a cache flush."""
-    from kuiper.opencl.runtime import OpenCLRuntime, is_cpu
-    from kuiper.tools import tune
+    from kuiper.opencl.device.runtime import OpenCLRuntime, is_cpu
+    from kuiper.cli import tune
 
     torch.manual_seed(0)
 

@@ -1,4 +1,4 @@
-"""prim::TupleUnpack (kuiper/tuple_unpack.py): the producer of the tuple takes over its items.
+"""prim::TupleUnpack (kuiper/graph/tuple_unpack.py): the producer of the tuple takes over its items.
 
 pnnx writes `nn.AdaptiveMaxPool*d(..., return_indices=True)` as one tuple output and a
 prim::TupleUnpack; these models must run on both backends with the indices PyTorch gives.
@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.errors import GraphError
-from kuiper.tools.testing import assert_close
+from kuiper.core.errors import GraphError
+from kuiper.testing import assert_close
 from tests.unit.test_graph import write_model
 
 POOLS = {  # type, input shape, output_size, the torch function

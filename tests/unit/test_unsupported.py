@@ -1,12 +1,12 @@
 """Operators no layer runs: all of them in one error, and `kuiper info` still shows the model
-(kuiper/unsupported.py, kuiper/summary.py: parsed_summary)."""
+(kuiper/graph/unsupported.py, kuiper/graph/summary.py: parsed_summary)."""
 
 from __future__ import annotations
 
 import pytest
 
 import kuiper
-from kuiper.tools.cli import main
+from kuiper.cli.main import main
 
 INPUT = "pnnx.Input in0 0 1 0 #0=(1,3,8,8)f32"
 

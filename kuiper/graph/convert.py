@@ -1,0 +1,234 @@
+"""Load what users have: an ONNX file or a TorchScript file, converted to PNNX by pnnx.
+
+Kuiper reads PNNX models only (`.pnnx.param` + `.pnnx.bin`). Most people arrive with a
+`model.onnx` or a TorchScript `model.pt` (`torch.jit.trace(model, x).save("model.pt")`), and
+pnnx converts both: its wheel (`pip install pnnx`) bundles the converter, a native program
+beside its `__init__.py`. So `kuiper.load("model.onnx", input_shapes=[...])` runs that program
+once and loads what it wrote:
+
+    source file --pnnx--> <cache>/<stem>-<key>/<stem>.pnnx.param + .pnnx.bin (+ pnnx.log)
+
+The cache entry is keyed by the file's contents (SHA-256), the input shapes and the pnnx
+version, so a second load of the same file reuses it, and an edited file or a new pnnx converts
+again. The cache folder is kuiper/core/cache.py's (`$KUIPER_CACHE_DIR`, else
+`$XDG_CACHE_HOME/kuiper`, else `~/.cache/kuiper`). Delete it whenever you like.
+
+pnnx prints a long log of its passes. It goes to `pnnx.log` in the cache entry and stays quiet,
+unless `KUIPER_PNNX_LOG=1` (or `kuiper convert --show-log`) asks to see it; a failed
+conversion names that file. Kuiper finds the program without importing the `pnnx` package,
+which would import PyTorch (seconds), and runs it as a subprocess: Kuiper never runs the
+model's own code, and pnnx itself only reads the file.
+
+Tested with one pnnx version, TESTED_PNNX_VERSION below. A newer pnnx usually works; if it
+writes a file format Kuiper does not read (another magic number on the first line), the
+error says so and names the version to install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kuiper.core.cache import cache_dir
+from kuiper.core.errors import ConversionError
+from kuiper.parser.param import MAGIC
+
+# The one place that states which pnnx Kuiper is tested with (pip show pnnx).
+TESTED_PNNX_VERSION = "20261020"
+INSTALL_COMMAND = f"pip install pnnx=={TESTED_PNNX_VERSION}"
+
+# What pnnx converts: ONNX through its onnx route, everything else as TorchScript. A `.pth` is
+# usually a state_dict (weights only, no graph), which no converter can read: the failure
+# message says how to save TorchScript instead.
+ONNX_SUFFIXES = (".onnx",)
+TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".torchscript", ".ptl")
+CONVERTIBLE_SUFFIXES = ONNX_SUFFIXES + TORCHSCRIPT_SUFFIXES
+COMPLETE = "complete"  # written last in a cache entry: an entry without it is not used
+LOG_NAME = "pnnx.log"
+# pnnx writes more than Kuiper reads (ncnn files, its own ONNX re-export, a simplified copy
+# of an ONNX input); a cache entry keeps only these, so it costs about the model's size once.
+KEPT = (".pnnx.param", ".pnnx.bin", "_pnnx.py")
+
+
+def is_convertible(path: str | os.PathLike) -> bool:
+    """Whether `path` is a model pnnx converts (by its suffix), rather than a .pnnx.param."""
+    return str(path).lower().endswith(CONVERTIBLE_SUFFIXES)
+
+
+def pnnx_executable() -> Path | None:
+    """The converter program inside the installed `pnnx` package, or None without one.
+
+    Found through the package's location only: importing `pnnx` would import PyTorch.
+    """
+    spec = importlib.util.find_spec("pnnx")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        for name in ("pnnx", "pnnx.exe"):
+            program = Path(folder) / name
+            if program.is_file() and os.access(program, os.X_OK):
+                return program
+    return None
+
+
+def pnnx_version() -> str:
+    try:
+        return importlib.metadata.version("pnnx")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+
+def shape_argument(input_shapes: Sequence[Sequence[int]]) -> str:
+    """pnnx's `inputshape=` value: [1,3,224,224],[1,4] (float32 inputs)."""
+    return ",".join("[" + ",".join(str(int(d)) for d in shape) + "]" for shape in input_shapes)
+
+
+def manual_command(source: Path, input_shapes: Sequence[Sequence[int]] | None) -> str:
+    """The command that converts `source` by hand, as this module would run it."""
+    shapes = shape_argument(input_shapes) if input_shapes else "[1,3,224,224]"
+    return f"pnnx {source} inputshape={shapes}"
+
+
+def to_pnnx(source: str | os.PathLike, input_shapes: Sequence[Sequence[int]] | None = None,
+            show_log: bool | None = None) -> Path:
+    """Convert an ONNX or TorchScript file with pnnx (or reuse the cached result).
+
+    Returns the path of the `.pnnx.param`; its `.pnnx.bin` lies beside it. `input_shapes` is
+    the shape of each input to convert at (an ONNX file with static shapes needs none).
+    `show_log` streams pnnx's own log to stderr (default: the KUIPER_PNNX_LOG variable).
+    """
+    source = Path(source)
+    if not source.is_file():
+        raise ConversionError(f"{source}: no such file (a model to convert with pnnx)")
+    program = pnnx_executable()
+    if program is None:
+        raise ConversionError(
+            f"{source}: not a PNNX model, and converting it to one needs pnnx, which is not "
+            f"installed. Install it with `{INSTALL_COMMAND}` (it needs PyTorch: install "
+            "torch first to choose its build, e.g. the CPU one), then load the file again; or "
+            f"convert by hand with `{manual_command(source.resolve(), input_shapes)}` and load "
+            f"{source.stem}.pnnx.param")
+    try:
+        shapes = [tuple(int(d) for d in s) for s in input_shapes] if input_shapes else None
+    except (TypeError, ValueError):
+        raise ConversionError(f"input_shapes must be a list of shapes such as [(1, 3, 224, "
+                              f"224)], got {input_shapes!r}") from None
+    entry = cache_entry(source, shapes)
+    param = entry / f"{source.stem}.pnnx.param"
+    if show_log is None:
+        show_log = os.environ.get("KUIPER_PNNX_LOG", "") not in ("", "0")
+    if (entry / COMPLETE).is_file() and param.is_file():
+        if show_log:  # converted earlier: its log is the one to show
+            sys.stderr.write((entry / LOG_NAME).read_text(errors="replace"))
+        return param
+    version = pnnx_version()
+    tested = ("" if version == TESTED_PNNX_VERSION
+              else f" (Kuiper is tested with pnnx {TESTED_PNNX_VERSION})")
+    print(f"kuiper: converting {source.name} with pnnx {version}{tested} ...", file=sys.stderr,
+          flush=True)
+    run_pnnx(program, source, shapes, entry, show_log)
+    return param
+
+
+def cache_entry(source: Path, shapes: list[tuple[int, ...]] | None) -> Path:
+    digest = hashlib.sha256()
+    try:
+        with open(source, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as e:
+        raise ConversionError(f"{source}: cannot be read ({e.strerror or e})") from None
+    digest.update(f"|{source.suffix.lower()}|{shapes}|pnnx {pnnx_version()}".encode())
+    return cache_dir() / f"{source.stem}-{digest.hexdigest()[:16]}"
+
+
+def run_pnnx(program: Path, source: Path, shapes, entry: Path, show_log: bool) -> None:
+    """Run pnnx in a fresh folder beside `entry`, then move the folder into place.
+
+    pnnx writes next to the path it is given, so it gets a link to the source inside the
+    folder (a copy where links are not allowed): the user's own folder stays untouched.
+    A failed conversion still becomes the entry, without its COMPLETE mark, so that its log
+    stays where the error message says.
+    """
+    work = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    try:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+    except OSError as e:
+        raise ConversionError(f"cannot create the conversion folder {work} "
+                              f"({e.strerror or e}): set KUIPER_CACHE_DIR to a writable "
+                              "folder") from None
+    link = work / source.name
+    try:
+        link.symlink_to(source.resolve())
+    except OSError:
+        shutil.copyfile(source, link)
+    command = [str(program), link.name]
+    if shapes:
+        command.append(f"inputshape={shape_argument(shapes)}")
+    try:
+        result = subprocess.run(command, cwd=work, stdin=subprocess.DEVNULL, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                errors="replace")
+    except BaseException as e:  # the program could not start, or Ctrl-C
+        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise ConversionError(f"cannot run pnnx ({program}): {e.strerror or e}; "
+                                  f"reinstall it with `{INSTALL_COMMAND}`") from None
+        raise
+    (work / LOG_NAME).write_text(" ".join(command) + "\n" + result.stdout)
+    if show_log:
+        sys.stderr.write(result.stdout)
+    param = work / f"{source.stem}.pnnx.param"
+    problem = None
+    if result.returncode != 0 or not param.is_file():
+        problem = failure_hint(source, shapes, result.returncode)
+    else:
+        problem = format_problem(param)
+    for path in work.iterdir():  # keep what Kuiper reads, the log, and nothing else
+        if path.name != LOG_NAME and not path.name.endswith(KEPT):
+            path.unlink()
+    if problem is None:
+        if (entry / COMPLETE).is_file():  # another process converted the same file meanwhile
+            shutil.rmtree(work, ignore_errors=True)
+            return
+        (work / COMPLETE).write_text(f"pnnx {pnnx_version()}\n")
+    shutil.rmtree(entry, ignore_errors=True)
+    os.replace(work, entry)
+    if problem is not None:
+        raise ConversionError(f"{problem} (pnnx's log: {entry / LOG_NAME})")
+
+
+def failure_hint(source: Path, shapes, returncode: int) -> str:
+    what = (f"{source}: not a PNNX model, and pnnx could not convert it (exit status "
+            f"{returncode})")
+    if source.suffix.lower() in TORCHSCRIPT_SUFFIXES:
+        what += (". A .pt/.pth file must be TorchScript, saved with "
+                 "torch.jit.trace(model, example).save(path), not a state_dict or a pickled "
+                 "module from torch.save")
+        if not shapes:
+            what += (", and pnnx may need its input shapes: pass input_shapes=[(1, 3, 224, 224)] "
+                 "(on the command line, --input-shape 1x3x224x224)")
+    elif not shapes:
+        what += (". If the model has dynamic input sizes, pass input_shapes=[(1, 3, 224, 224)] "
+                 "(on the command line, --input-shape 1x3x224x224)")
+    return what
+
+
+def format_problem(param: Path) -> str | None:
+    """None if pnnx wrote the format Kuiper reads, else what to do about it."""
+    with open(param, "rb") as f:
+        first = f.readline(64).decode("utf-8", "replace").strip()
+    if first == MAGIC:
+        return None
+    return (f"pnnx {pnnx_version()} wrote {param.name} in a format Kuiper does not read: its "
+            f"first line is '{first}', Kuiper reads format {MAGIC} (tested with pnnx "
+            f"{TESTED_PNNX_VERSION}). Install that version with `{INSTALL_COMMAND}`")

@@ -1,0 +1,51 @@
+"""`kuiper.load`: from a file to a graph ready to call (the front door re-exports it)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kuiper.core.errors import KuiperError
+from kuiper.core.limits import Limits
+from kuiper.graph import convert
+from kuiper.graph.runtime_graph import RuntimeGraph
+
+
+def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
+         backend: str = "cpu", input_shapes: Sequence[Sequence[int]] | None = None,
+         plugins: Sequence[str | os.PathLike] = (),
+         params: Mapping[str, Mapping[str, Any]] | None = None,
+         limits: Limits | None = None, passes: Sequence[str] | None = None,
+         **backend_options: Any) -> RuntimeGraph:
+    """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
+
+    `input_shapes` overrides the shapes the model was exported with (needed when the export has
+    dynamic dims). `plugins` are modules or files with layers of your own, `params` parameters
+    per type that the file lacks (kuiper/PLUGINS.md). `limits` caps the memory a model may
+    ask for (kuiper/core/limits.py: one tensor, and all activations). OpenCL options:
+    `device="0:1"` (as PYOPENCL_CTX), `out_of_order=True`, `profiling=True`. CPU option:
+    `fuse=False` runs every activation and residual add as its own step instead of fusing it
+    into the convolution, linear or matmul before it (the same as leaving out the
+    fuse_epilogues pass); `threads=2` limits NumPy's BLAS to 2 threads while this graph runs.
+
+    `passes`: the graph passes to run, by name (kuiper/graph/pipeline.py: fold_constants,
+    eliminate_dead, eliminate_noops, fuse_epilogues, plan_memory); None runs them all, and
+    `graph.plan.describe()` says what each one changed.
+
+    `with kuiper.load(...) as g:` (or `g.close()`) releases the weights' mapping and the
+    device buffers. Inputs and outputs by name: kuiper/graph/named_io.py.
+
+    An ONNX file or a TorchScript `.pt` is converted with pnnx first, at `input_shapes`, and
+    the result cached (kuiper/graph/convert.py).
+    """
+    if convert.is_convertible(param_path):
+        if bin_path is not None:
+            raise KuiperError(f"{param_path}: bin_path belongs to a .pnnx.param; an ONNX or "
+                              "TorchScript file is converted whole (leave bin_path out)")
+        param_path = convert.to_pnnx(param_path, input_shapes)
+    graph = RuntimeGraph(param_path, bin_path, backend=backend, plugins=plugins, params=params,
+                         limits=limits, passes=passes, **backend_options)
+    graph.init()
+    graph.build(input_shapes)
+    return graph

@@ -1,0 +1,481 @@
+"""The OpenCL executor: the whole graph resident on the device.
+
+At build time (once per input shape):
+- every operand gets a device array (a view for reshape-like layers),
+- constants known from shapes alone (pnnx.Attribute, `size(...)` arithmetic) are folded: their
+  operators never run, numeric ones are uploaded once,
+- the graph's plan (kuiper/passes/) is carried out: dead operators and no-ops get no step (a
+  no-op's output is its input's array), and a producer with a fused epilogue gets it as
+  `layer.epilogue` / `layer.residual` before bind, its absorbed operators no step (their output
+  is the producer's array); a producer whose kernels do not apply it runs one more kernel
+  (kuiper/opencl/execution/epilogue_step.py),
+- every layer creates its kernels and binds their arguments.
+
+Per inference: one upload per graph input, one enqueue batch per operator, each waiting on the
+events of the operators that produce its inputs (so an out-of-order queue runs it correctly and
+may overlap independent branches), one download per graph output, and a single host wait.
+An operator without an OpenCL twin runs its CPU layer between a download and an upload (the
+registry's fallback rule, carried out by a HostFallback); `fallbacks` names every such operator.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kuiper.core.dynamic_shapes import dynamic_readers
+from kuiper.core.errors import KuiperError
+from kuiper.core.ir import Observer, RuntimeOperator, operator_failure
+from kuiper.layers.opencl_base import HostFallback, OpenCLLayer
+from kuiper.opencl.execution.epilogue_step import with_epilogue
+from kuiper.core.log import warn
+from kuiper.memory import check_strategy, operand_lifetimes, plan
+from kuiper.opencl.execution.device_memory import (
+    FRESH,
+    VIEW,
+    DeviceMemory,
+    Workspaces,
+    default_strategy,
+    in_place_outputs,
+    output_kinds,
+)
+from kuiper.opencl.execution.dynamic import DynamicHostStep, has_device_dynamic_outputs
+from kuiper.opencl.device.element_types import misread, oversized
+from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.opencl.execution.unfused import unoptimized_view
+from kuiper.core.plugins import call, reraise
+from kuiper.core.tensor_spec import TensorSpec
+
+logger = logging.getLogger(__name__)  # "kuiper.opencl.execution.executor", under the "kuiper" logger
+
+
+def _is_numeric(spec: TensorSpec) -> bool:
+    return spec.dtype != np.dtype(object)
+
+
+def _step_reads(graph):
+    """What a step reads, for the memory planner: with the graph's pass plan, its resolved
+    inputs and a fused epilogue's residual (`plan.step_inputs`), else its inputs."""
+    plan = getattr(graph, "plan", None)
+    return plan.step_inputs if plan is not None else None
+
+
+class OpenCLExecutor:
+    """Runs a built RuntimeGraph (`graph`) on one OpenCL device.
+
+    Options: `device` ("P:D" or part of a name, as PYOPENCL_CTX), `out_of_order` (an
+    out-of-order queue), `profiling` (events carry device timestamps), or a `runtime` to share.
+    `memory`: how operands share device memory (kuiper/memory/: "greedy_by_size", one arena;
+    "greedy_in_order", pooled buffers; "naive", a buffer each; None, the device's default:
+    greedy_by_size on CPUs, greedy_in_order elsewhere, kuiper/opencl/execution/device_memory.py says why).
+    An out-of-order queue may run independent operators at once, and data-dependent sizes are
+    read on the host later: both keep "naive", whatever is asked (`memory_strategy` says which
+    ran).
+    """
+
+    def __init__(self, graph, device: str | None = None, out_of_order: bool = False,
+                 profiling: bool = False, runtime: OpenCLRuntime | None = None,
+                 memory: str | None = None):
+        # One runtime per device and queue kind per process: programs are built once for every
+        # graph; a rebuild for a new input size keeps it too.
+        self.runtime = runtime or OpenCLRuntime.shared(device, out_of_order, profiling)
+        self.memory = (check_strategy(memory) if memory is not None
+                       else default_strategy(self.runtime.device))
+        self.graph = graph
+        self._warned: list[str] = []  # the fallbacks last warned about (see _warn_fallbacks)
+        # The first build compiles the kernels (seconds on PoCL; the runtime caches them, so a
+        # rebuild or a second graph is fast): say so, for a status line under -v.
+        kernels = sum(isinstance(op.layer, OpenCLLayer) and not all(
+            graph.specs[o.name].known for o in op.outputs) for op in graph.order)  # not folded
+        logger.info("building OpenCL kernels for %d operators on %s...", kernels,
+                    self.runtime.name)
+        start = time.perf_counter()
+        self.rebuild()
+        logger.debug("OpenCL build done in %.2f s", time.perf_counter() - start)
+
+    @staticmethod
+    def default_memory(options: dict) -> str:
+        """The memory strategy of a graph loaded with `options` that names none (the
+        plan_memory pass reports it before the executor exists)."""
+        runtime = options.get("runtime") or OpenCLRuntime.shared(
+            options.get("device"), options.get("out_of_order", False),
+            options.get("profiling", False))
+        return default_strategy(runtime.device)
+
+    def rebuild(self) -> None:
+        """Allocate and bind again for the graph's current shapes (after a resize)."""
+        self._unoptimized: OpenCLExecutor | None = None  # made by the first observed run
+        self.arrays: dict[str, Any] = {}   # operand name -> device array (None: host-only value)
+        self.folded: set[str] = set()      # operators whose outputs are all known constants
+        self.steps: list[tuple[RuntimeOperator, Any]] = []
+        self.last_events: dict[str, list] = {}
+        self.dynamic_values: dict[str, Any] = {}  # this run's data-dependent operands (host)
+        self.lifetimes: list = []                 # what the memory planner placed
+        self.memory_plan = None                   # its plan (None: naive, a buffer each)
+        self.memory_strategy = "naive"
+        self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
+        self._free_memory()  # the old blocks go before the new ones are allocated
+        self._bind_all()
+        # Operators without an OpenCL layer, run on the host between a download and an upload,
+        # and those whose layer fell back to the host for these shapes (fall_back_to_host)
+        self.fallbacks = [op for op, runner in self.steps if isinstance(runner, HostFallback)
+                          or getattr(runner, "host_fallback", None) is not None
+                          or isinstance(runner, DynamicHostStep)]
+        self._warn_fallbacks()
+
+    def _warn_fallbacks(self) -> None:
+        """A KuiperWarning naming the operators that run on the host, once per build: each
+        costs a download and an upload per run, which a user moving to OpenCL should know.
+        A rebuild for a new input size warns again only if the list changed."""
+        names = [f"{op.name} ({op.type})" for op in self.fallbacks]
+        if not names or names == self._warned:
+            return
+        self._warned = names
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10
+                                         else "")
+        warn(f"{len(names)} operator(s) of {self.graph.param_path} run on the host (CPU) "
+             f"instead of OpenCL, with a download and an upload each: {shown} (`kuiper info "
+             "--backend opencl` marks them with *)")
+
+    def _bind_all(self) -> None:
+        graph, rt = self.graph, self.runtime
+        specs = graph.specs
+        readers = dynamic_readers(graph.order, specs)  # kuiper/opencl/execution/dynamic.py
+        todo = []  # (operator, DynamicHostStep or None), in order; folded ones are done here
+        plan = graph.plan  # what the passes decided (kuiper/passes/)
+        for op in graph.order:
+            layer = op.layer
+            if layer is None:
+                continue
+            out_specs = [specs[o.name] for o in op.outputs]
+            if op.name in plan.folded:
+                self.folded.add(op.name)
+                for operand, spec in zip(op.outputs, out_specs):
+                    self.arrays[operand.name] = (rt.to_device(np.asarray(spec.value, spec.dtype))
+                                                 if _is_numeric(spec) else None)
+                continue
+            if not plan.runs(op):  # dead, a no-op, or fused into its producer: no step
+                continue
+            if isinstance(layer, OpenCLLayer):  # what bind must fold into its store, if any
+                layer.epilogue, layer.residual = plan.epilogues.get(op.name), None
+            if op.name in readers or (any(s.dynamic for s in out_specs)
+                                      and not has_device_dynamic_outputs(layer)):
+                todo.append((op, DynamicHostStep(op, layer, self)))
+                continue
+            self._refuse_oversized(op, layer, [specs[o.name] for o in op.inputs], out_specs)
+            todo.append((op, None))
+        memory = self._plan_memory(todo)
+        self._device_memory = memory
+
+        def new_array(name, spec):  # where the plan placed the operand, else a buffer of its own
+            if memory is not None and name in memory.plan.offsets:
+                return memory.array(name, spec.shape, spec.dtype)
+            return rt.empty(spec.shape, spec.dtype)
+
+        for op in graph.input_ops:
+            name = op.outputs[0].name
+            self.arrays[name] = new_array(name, specs[name])
+        bound = {}  # step -> what bind got, for binding again to a grown workspace
+        for step, (op, dynamic_step) in enumerate(todo):
+            if dynamic_step is not None:
+                self.steps.append((op, dynamic_step))
+                continue
+            layer = op.layer
+            out_specs = [specs[o.name] for o in op.outputs]
+            in_specs = [specs[o.name] for o in op.inputs]
+            inputs = [self.arrays[plan.resolve(o.name)] for o in op.inputs]
+            epilogue = plan.epilogues.get(op.name)
+            residual = (self.arrays[epilogue.residual] if epilogue and epilogue.residual
+                        else None)
+            if isinstance(layer, OpenCLLayer):
+                layer.residual = residual
+                layer.planned_outputs = [
+                    self.arrays[self.in_place[o.name]] if o.name in self.in_place
+                    else new_array(o.name, s) if memory is not None
+                    and o.name in memory.plan.offsets
+                    else None for o, s in zip(op.outputs, out_specs)]
+                layer.workspaces = self.workspaces
+                self.workspaces.begin(step)
+                outputs = self._bind_layer(op, layer, inputs, in_specs, out_specs)
+                layer.planned_outputs = None
+                bound[step] = (op, layer, inputs, in_specs, out_specs, outputs)
+                if step in self.workspaces.probing:  # bound again into the shared scratch
+                    self.workspaces.release(layer)
+                runner = layer
+            else:
+                outputs = [new_array(o.name, s) for o, s in zip(op.outputs, out_specs)]
+                runner = HostFallback(layer, rt)
+                runner.bind(inputs, outputs, in_specs, out_specs)
+            for operand, array in zip(op.outputs, outputs):
+                self.arrays[operand.name] = array
+            # a producer whose kernels do not apply its fused epilogue: one more launch
+            runner = with_epilogue(runner, epilogue, outputs[0] if outputs else None, residual, rt)
+            self.steps.append((op, runner))
+        self._bind_workspaces(bound)
+        for name in plan.aliases:  # a no-op's output is its input, a fused chain's its producer's
+            self.arrays[name] = self.arrays.get(plan.resolve(name))
+        # what each step waits for: its inputs (resolved) and its epilogue's residual
+        self.reads = {op.name: plan.step_inputs(op) for op, _ in self.steps}
+        # the steps whose outputs have a data-dependent size, computed on the device
+        self.device_dynamic = {op.name for op, runner in self.steps
+                               if has_device_dynamic_outputs(runner)
+                               and any(self.graph.specs[o.name].dynamic for o in op.outputs)}
+
+    def _bind_workspaces(self, bound: dict) -> None:
+        """The layers that asked for workspaces got buffers of their own on their first bind,
+        released since: now that every size is known, one shared scratch, and bind them again
+        into it (kuiper/opencl/execution/device_memory.py)."""
+        probing = sorted(self.workspaces.probing)
+        self.workspaces.allocate()
+        for step in probing:
+            self.workspaces.begin(step)
+            self._bind_layer(*bound[step])
+
+    def _plan_memory(self, todo) -> DeviceMemory | None:
+        """Lifetimes of the operands and the plan of `self.memory` for them (kuiper/memory/);
+        None when every operand gets a buffer of its own (naive).
+
+        Which outputs are views is asked of the layers first (output_kinds), so a view takes
+        no bytes and keeps its base alive. Lifetimes are kept for `kuiper info --memory` even
+        when the plan is naive."""
+        graph, rt = self.graph, self.runtime
+        specs = graph.specs
+        self.memory_strategy = "naive"
+        # several operators at once on an out-of-order queue: no shared scratch either
+        self.workspaces.naive = self.memory == "naive" or rt.out_of_order
+        # no sub-buffers for the tensors (greedy_in_order), none for the scratch either
+        self.workspaces.pooled = self.memory == "greedy_in_order"
+        if any(dynamic is not None for _, dynamic in todo):
+            return None  # host steps read device operands later than the order says
+        # a no-op's or a fused operator's output is another operand: a view that owns no bytes
+        views, unplanned = {name: graph.plan.resolve(name) for name in graph.plan.aliases}, set()
+        for op, _ in todo:
+            layer = op.layer
+            if not isinstance(layer, OpenCLLayer) or (type(layer).allocate_outputs
+                                                      is OpenCLLayer.allocate_outputs):
+                continue  # fresh outputs
+            layer.attach(rt)
+            try:
+                kinds = output_kinds(layer, rt.queue, [specs[o.name] for o in op.inputs],
+                                     [specs[o.name] for o in op.outputs])
+            except Exception:  # noqa: BLE001 - the real bind will say what is wrong
+                return None
+            for operand, (kind, index) in zip(op.outputs, kinds):
+                if kind == VIEW:
+                    views[operand.name] = op.inputs[index].name
+                elif kind != FRESH:
+                    unplanned.add(operand.name)
+        self.lifetimes = [t for t in operand_lifetimes(
+            [op for op, _ in todo], specs, [op.outputs[0].name for op in graph.input_ops],
+            [o.name for o in graph.output_operands], views, _step_reads(graph))
+            if t.name not in unplanned]
+        if self.workspaces.naive or "plan_memory" not in getattr(graph, "passes",
+                                                                 ("plan_memory",)):
+            return None  # --no-pass plan_memory: a buffer per operand, as before the planner
+        self.memory_strategy = self.memory
+        # an elementwise step whose input nobody reads afterwards writes over that input
+        steps = [op for op, _ in todo]
+        ports = {op.outputs[0].name for op in graph.input_ops}
+        ports |= {graph.plan.resolve(o.name) for o in graph.output_operands}
+        self.in_place = in_place_outputs(
+            steps, self.lifetimes, views, ports,
+            lambda layer: type(layer).allocate_outputs is OpenCLLayer.allocate_outputs)
+        if self.in_place:
+            views.update(self.in_place)
+            self.lifetimes = [t for t in operand_lifetimes(
+                steps, specs, [op.outputs[0].name for op in graph.input_ops],
+                [o.name for o in graph.output_operands], views, _step_reads(graph))
+                if t.name not in unplanned]
+        self.memory_plan = plan(self.lifetimes, self.memory, rt.base_alignment)
+        return DeviceMemory(rt, self.memory_plan)
+
+    @staticmethod
+    def _refuse_oversized(op, layer, in_specs, out_specs) -> list:
+        """(what, spec) of the operator's operands, after refusing (an OperatorError) a tensor
+        too large for the kernels' 32-bit indices: called before the memory plan allocates
+        anything of that size, and again at each bind."""
+        described = [(f"input {i} ('{o.name}')", s) for i, (o, s) in enumerate(zip(op.inputs,
+                                                                                    in_specs))]
+        described += [(f"output {i} ('{o.name}')", s)
+                      for i, (o, s) in enumerate(zip(op.outputs, out_specs))]
+        too_large = oversized(layer, described)
+        if too_large is not None:
+            raise op.error(f"{too_large}: run the model on the cpu backend")
+        return described
+
+    def _bind_layer(self, op, layer, inputs, in_specs, out_specs, outputs=None) -> list:
+        """allocate_outputs + bind, guarded (kuiper/opencl/device/element_types.py).
+
+        A tensor too large for the kernels' 32-bit indices is refused (an OperatorError). When
+        a kernel would read or write an operand's buffer with another element type than its
+        dtype's (a float kernel on a uint8 input runs past the buffer), the operator runs its
+        CPU layer instead, as the CPU backend would (graph.fallbacks lists it,
+        layer.fallback_reason says why)."""
+        layer.attach(self.runtime)
+        described = self._refuse_oversized(op, layer, in_specs, out_specs)
+        try:
+            if outputs is None:  # None: the first bind; a second one keeps the outputs
+                outputs = call(op, layer, "allocate_outputs", layer.allocate_outputs, inputs,
+                               in_specs, out_specs)
+            call(op, layer, "bind", layer.bind, inputs, outputs, in_specs, out_specs)
+            arrays = list(inputs) + list(outputs)
+            why = misread(layer, [(what, array, spec.dtype) for (what, spec), array
+                                  in zip(described, arrays)])
+            if why is not None:
+                layer.fall_back_to_host(inputs, outputs, in_specs, out_specs, why)
+        except KuiperError:
+            raise
+        except Exception as e:  # every failure must name the operator
+            raise operator_failure(op, "binding its OpenCL kernels", e, self.graph.specs) from e
+        return outputs
+
+    def run(self, inputs: list[np.ndarray], observer: Observer | None = None,
+            outputs: Sequence[str] | None = None) -> list:
+        """Run once; returns the graph outputs, or the operands named in `outputs` (any
+        operand: every one has its own device array, or is a view or a folded constant).
+
+        With an observer, or when `outputs` names a value the plan does not keep (a fused
+        producer's raw output), the run uses a second binding without the optimizing passes
+        (kuiper/opencl/execution/unfused.py), made on the first such run."""
+        cl, queue, graph = self.runtime.cl, self.runtime.queue, self.graph
+        plan = graph.plan
+        if plan.skips_anything and (observer is not None
+                                    or (outputs is not None and not plan.serves(outputs))):
+            return self._unoptimized_executor().run(inputs, observer, outputs)
+        if outputs is not None:  # a no-op's or a fused chain's output is another operand
+            outputs = [plan.resolve(name) for name in outputs]
+        events: dict[str, list] = {}
+        self.dynamic_values = {}
+        early = self._early_downloads(outputs)
+        for op, x in zip(graph.input_ops, inputs):
+            name = op.outputs[0].name
+            if x.size:  # an empty tensor has no buffer to copy into
+                events[name] = [cl.enqueue_copy(queue, self.arrays[name].data, x,
+                                                is_blocking=False)]
+            if name in early:
+                early[name] = self._download(name, events.get(name, []))
+        # An in-order queue runs its commands one after the other: a kernel never starts
+        # before its producers end, so no event lists are needed (building and passing them
+        # cost about as much as the launch itself; at batch 1 on a GPU the launches are most
+        # of the time). An out-of-order queue needs them to be correct.
+        in_order = not self.runtime.out_of_order
+        for op, runner in self.steps:
+            wait_for = []
+            if not in_order:
+                for name in self.reads[op.name]:
+                    for event in events.get(name, ()):
+                        if event not in wait_for:
+                            wait_for.append(event)
+            start = time.perf_counter()
+            try:
+                done = runner.enqueue(queue, wait_for)
+            except Exception as e:  # a plugin's layer (or the CPU one a HostFallback runs)
+                try:
+                    if isinstance(runner, HostFallback):
+                        reraise(op, runner.layer, "forward", e)
+                    reraise(op, runner, "enqueue", e)
+                except KuiperError:
+                    raise
+                except Exception:  # a bare error of Kuiper's own layer: name the operator
+                    raise operator_failure(op, "running on OpenCL", e, graph.specs) from e
+            for operand in op.outputs:
+                events[operand.name] = done
+                if operand.name in early:  # before a later operator reuses its bytes
+                    early[operand.name] = self._download(operand.name, done)
+            if op.name in self.device_dynamic:
+                # A data-dependent size: wait, and keep the used part of each output (host)
+                cl.wait_for_events(done) if done else queue.finish()
+                for operand, array in zip(op.outputs, runner.dynamic_outputs(queue)):
+                    self.dynamic_values[operand.name] = array.get(queue)
+            if observer is not None:  # debugging/compare path: synchronise per operator
+                cl.wait_for_events(done) if done else queue.finish()
+                seconds = time.perf_counter() - start
+                outs = [self._host(o.name) for o in op.outputs]
+                observer(op, outs, seconds)
+        self.last_events = events
+        if outputs is None:
+            outputs = [plan.resolve(o.name) for o in graph.output_operands]
+        results = [early[name] if early.get(name) is not None
+                   else self._download(name, events.get(name, [])) for name in outputs]
+        queue.finish()  # the one host wait of the inference
+        return results
+
+    def _early_downloads(self, outputs) -> dict:
+        """Operands asked for by name that are not graph outputs: with a memory plan, a later
+        operator may reuse their bytes, so each is downloaded as soon as it is written (its
+        slot is filled then). Graph outputs live to the end and are downloaded last."""
+        if outputs is None or self._device_memory is None:
+            return {}
+        last = {self.graph.plan.resolve(o.name) for o in self.graph.output_operands}
+        return {name: None for name in outputs if name not in last}
+
+    def launch_count(self) -> int:
+        """Kernel launches per inference (host steps count none): what the passes save."""
+        return sum(len(getattr(runner, "launches", ()) or ()) for _, runner in self.steps)
+
+    def _unoptimized_executor(self) -> OpenCLExecutor:
+        """The second binding, without the optimizing passes (kuiper/opencl/execution/unfused.py)."""
+        if self._unoptimized is None:
+            options = {"runtime": self.runtime}
+            if "memory" in inspect.signature(type(self)).parameters:
+                options["memory"] = "naive"  # every operand keeps its value to the end
+            with warnings.catch_warnings():  # its host fallbacks were warned about already
+                warnings.simplefilter("ignore")
+                self._unoptimized = type(self)(unoptimized_view(self.graph), **options)
+        return self._unoptimized
+
+    def close(self) -> None:
+        """Drop every device array of this graph (their buffers are freed with them; the
+        shared runtime and its built programs stay, for other graphs)."""
+        if getattr(self, "_unoptimized", None) is not None:
+            self._unoptimized.close()
+            self._unoptimized = None
+        self.arrays, self.steps, self.folded = {}, [], set()
+        self.last_events, self.dynamic_values = {}, {}
+        self._free_memory()
+
+    def _free_memory(self) -> None:
+        """Release the memory plan's blocks and the shared scratch, sub-buffers first
+        (kuiper/opencl/execution/device_memory.py says why), and start a fresh scratch."""
+        if getattr(self, "_device_memory", None) is not None:
+            self._device_memory.release()
+        if getattr(self, "workspaces", None) is not None:
+            self.workspaces.free()
+        self._device_memory = None  # the arena or pooled blocks of the memory plan
+        self.workspaces = Workspaces(self.runtime, self.runtime.base_alignment)
+
+    def operator_events(self) -> list[tuple[RuntimeOperator, list]]:
+        """Each operator's OpenCL events of the last run, in execution order.
+
+        On a queue made with `profiling=True`, `event.profile.start/end` (ns) time every kernel
+        on the device (`kuiper bench`). A CPU fallback lists only its upload copies.
+        """
+        return [(op, list(runner.events) if hasattr(runner, "events") else
+                 list(self.last_events.get(op.outputs[0].name, []) if op.outputs else []))
+                for op, runner in self.steps]
+
+    def _download(self, name: str, wait_for: list):
+        if name in self.dynamic_values:
+            return self.dynamic_values[name]
+        array = self.arrays.get(name)
+        spec = self.graph.specs[name]
+        if array is None or spec.known:  # folded: the very value the CPU backend returns
+            return spec.value
+        host = np.empty(spec.shape, spec.dtype)
+        if host.size:  # base_data and offset: a view (reshape, a byte view) may start inside
+            self.runtime.cl.enqueue_copy(self.runtime.queue, host, array.base_data,
+                                         src_offset=array.offset, wait_for=wait_for or None,
+                                         is_blocking=False)
+        return host
+
+    def _host(self, name: str):
+        if name in self.dynamic_values:
+            return self.dynamic_values[name]
+        array = self.arrays.get(name)
+        return self.graph.specs[name].value if array is None else array.get(self.runtime.queue)

@@ -1,0 +1,196 @@
+"""Every OpenCL matrix product: two GEMM kernels, one launch function for each.
+
+- `weight_gemm_launch`, the fast GEMM of clkernels/gemm.h, for linear and the convolutions:
+  `C[z] = A[z % groups] @ B[z]` (+ a bias per row or column, + a fused epilogue) on dense
+  row-major matrices, A being the weight (a grouped convolution shares one weight per group
+  across the batch). The kernel is compiled into the layer's own program (its .cl file includes
+  gemm.h and may set TRANS_A / TRANS_B), and comes in two families, each with tile sizes as -D
+  options: register-blocked local-memory tiles for GPUs (gemm_tiled.h), SIMD blocks for CPUs
+  (gemm_blocked.h); a linear layer on a few rows may also take gemv.h. The parameter sets of
+  gemm_params.py are what the cost model (cost_model.py) and `kuiper tune` choose from.
+- `strided_gemm_launch`, `bgemm` of clkernels/matmul.cl, for matmul, attention and the
+  recurrent layers, whose operands are broadcast, transposed or cut into heads: each operand is
+  read through a `Strided` view, so none of that costs a copy. Simpler and slower than gemm.h,
+  but it takes any layout.
+
+Two ideas carry the strided views:
+
+1. *Shapes* follow torch.matmul: the last two dims are the matrix, the leading dims are a batch
+   that broadcasts like NumPy (`(2,1,4,5) @ (3,5,6) -> (2,3,4,6)`), and a 1-D operand is a
+   row (left) or a column (right) vector whose dim disappears from the result.
+2. *Memory* is described, not rearranged. `strided(shape, target)` says where element
+   (b, r, c) of a broadcast view lives in the flat buffer: `offsets[b] + r*row + c*col`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kuiper.core.errors import KuiperError
+from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.layers.opencl_gemm.cost import best_gemm_params
+from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as before)
+    CPU_GEMV_SETS,
+    CPU_PARAMETER_SETS,
+    GEMV_GROUP,
+    GPU_GEMV_SETS,
+    GPU_PARAMETER_SETS,
+    describe_params,
+    fits,
+    gemm_parameter_sets,
+    program_options,
+)
+
+# --- weight_gemm_launch: clkernels/gemm.h ------------------------------------------------------
+# The parameter sets (tile sizes as -D options) are in gemm_params.py; the cost model picks one.
+
+BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COLUMN = 0, 1, 2
+
+
+def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_stride: int, b,
+                       b_batch_stride: int, c, c_batch_stride: int, bias=None,
+                       bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1,
+                       params: dict | None = None, epilogue=None, residual=None,
+                       options: Sequence[str] = (), stem: str | None = None) -> Launch:
+    """Bind gemm.h for C[z] = A[z % groups] @ B[z], z < batch*groups (arguments are buffers).
+
+    The kernel comes from the layer's own program (its .cl file includes gemm.h and may set
+    TRANS_A / TRANS_B), built with the parameter set's -D options (None: the cost model's
+    choice for this shape, cost_model.py) and the epilogue's (kuiper/passes/epilogue.py), whose
+    residual buffer `residual` the store reads at the flat index of C; `options` are more -D
+    options of the layer's program (linear.cl's TRANS_B); `stem`: another clkernels/ file that
+    includes gemm.h (Winograd's products), instead of the layer's own."""
+    if params is None:
+        params = best_gemm_params(layer.runtime.device, m, n, k, batch * groups)
+    elif not fits(params, layer.runtime.device):   # a forced or tuned set: a clear error
+        raise KuiperError(f"GEMM parameter set {describe_params(params)} cannot run on "
+                          f"{layer.runtime.device.name.strip()} (work-group size, local "
+                          "memory, or 16-wide vectors its compiler cannot build)")
+    options = program_options(params, epilogue) + list(options)
+    kernel = (layer.kernel(params["kernel"], options) if stem is None
+              else layer.kernel(params["kernel"], options, stem=stem))
+    i32 = np.int32
+    kernel.set_args(i32(m), i32(n), i32(k), a, i32(a_group_stride), b, i32(b_batch_stride),
+                    c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
+                    i32(groups), residual)
+    return Launch(kernel, *launch_sizes(params, m, n, batch * groups))
+
+
+def launch_sizes(params: dict, m: int, n: int, z: int) -> tuple[tuple, tuple]:
+    """(global size, local size) of one GEMM launch with `params`."""
+    if params["kernel"] == "gemv":
+        lanes = params["LANES"]
+        if lanes == 1:
+            return (round_up(n, GEMV_GROUP), m, z), (GEMV_GROUP, 1, 1)
+        return (n * lanes, m, z), (lanes, 1, 1)
+    if params["kernel"] == "gemm_blocked":
+        gn, gm = params["GROUP_N"], params["GROUP_M"]
+        blocks_n, blocks_m = -(-n // params["BLOCK_N"]), -(-m // 8)
+        if params["M_FASTEST"]:
+            return (round_up(blocks_m, gn), round_up(blocks_n, gm), z), (gn, gm, 1)
+        return (round_up(blocks_n, gn), round_up(blocks_m, gm), z), (gn, gm, 1)
+    local_n = params["TILE_N"] // params["WPT_N"]
+    local_m = params["TILE_M"] // params["WPT_M"]
+    tiles_n, tiles_m = -(-n // params["TILE_N"]), -(-m // params["TILE_M"])
+    return (tiles_n * local_n, tiles_m * local_m, z), (local_n, local_m, 1)
+
+
+class WeightBuffers:
+    """Mixin: device buffers for weights that are attributes (uploaded once at bind time) or
+    inputs (F.linear / F.convNd: the producer's array). References are kept on the layer so
+    the buffers live as long as the kernels bound to them."""
+
+    def weight_buffers(self, inputs, weight: np.ndarray | None = None) -> tuple:
+        """(weight, bias) buffers; `weight`: the attribute's values to upload in its place (a
+        linear layer's W^T)."""
+        if self.weight is not None:
+            self._uploaded = [self.upload(np.asarray(self.weight if weight is None else weight,
+                                                     np.float32))]
+            if self.bias is not None:
+                self._uploaded.append(self.upload(np.asarray(self.bias, np.float32)))
+            return self._uploaded[0].data, (self._uploaded[1].data if self.bias is not None
+                                             else None)
+        bias = inputs[2].data if len(inputs) > 2 and inputs[2] is not None else None
+        return inputs[1].data, bias
+
+
+# --- strided_gemm_launch: bgemm of clkernels/matmul.cl -----------------------------------------
+
+STRIDED_TILE = 16  # must match TS in clkernels/matmul.cl (passed as -DTS)
+
+
+@dataclass
+class Strided:
+    """A batch of matrices inside a flat buffer: element (b, r, c) at offsets[b] + r*row + c*col."""
+
+    array: Any                 # device array, or None (bias absent)
+    offsets: np.ndarray        # int32, one per batch entry
+    row: int
+    col: int
+
+
+def strided(shape: Sequence[int], target: Sequence[int], array: Any = None) -> Strided:
+    """The view of a C-contiguous `shape` tensor broadcast to `target` (batch..., rows, cols).
+
+    Trick: number the elements 0..size-1, broadcast that index array with NumPy, and read the
+    offsets and strides straight off the result (broadcast dims get stride 0 for free).
+    """
+    index = np.arange(int(np.prod(tuple(shape), dtype=np.int64)), dtype=np.int64)
+    return strided_index(index.reshape(tuple(shape)), target, array)
+
+
+def strided_index(index: np.ndarray, target: Sequence[int], array: Any = None) -> Strided:
+    """Like `strided`, from an index array that may already be rearranged with NumPy
+    (np.repeat of K/V heads for grouped-query attention, a transpose ...)."""
+    view = np.broadcast_to(index, tuple(target))
+    if view.size == 0:
+        return Strided(array, np.zeros(1, np.int32), 0, 0)
+    corner = view[(...,) + (0, 0)].reshape(-1)
+    # Strides of the last two dims, measured on the data (np.repeat leaves no plain strides).
+    rows, cols = view.shape[-2:]
+    row = int(view[(0,) * (view.ndim - 2) + (1, 0)] - view.flat[0]) if rows > 1 else 0
+    col = int(view[(0,) * (view.ndim - 2) + (0, 1)] - view.flat[0]) if cols > 1 else 0
+    return Strided(array, corner.astype(np.int32), row, col)
+
+
+def explicit(array: Any, offsets: Sequence[int], row: int, col: int) -> Strided:
+    """A view given by hand (attention heads, transposed weights)."""
+    return Strided(array, np.asarray(offsets, dtype=np.int32).reshape(-1), row, col)
+
+
+def transposed(view: Strided) -> Strided:
+    return Strided(view.array, view.offsets, view.col, view.row)
+
+
+def strided_gemm_launch(layer, m: int, n: int, k: int, a: Strided, b: Strided, c: Strided,
+                        bias: Strided | None = None, alpha: float = 1.0,
+                        beta: float = 1.0) -> Launch:
+    """Bind one `bgemm` launch: c[b] = alpha * a[b] @ b[b] (+ beta * bias[b]).
+
+    `layer` is the OpenCL layer that owns the launch (its runtime builds the program once and
+    uploads the offset tables). Call at bind time only.
+    """
+    batch = len(c.offsets)
+    for view in (a, b) + ((bias,) if bias is not None else ()):
+        if len(view.offsets) != batch:
+            raise ValueError(f"gemm views disagree on the batch: {len(view.offsets)} vs {batch}")
+    options = [f"-DTS={STRIDED_TILE}", f"-DHAS_BIAS={int(bias is not None)}"]
+    kernel = layer.kernel("bgemm", options, stem="matmul")
+    d = bias if bias is not None else Strided(None, np.zeros(1, np.int32), 0, 0)
+    tables = [layer.upload(v.offsets) for v in (a, b, c, d)]
+    keep_alive(layer, tables)
+    i32, f32 = np.int32, np.float32
+    kernel.set_args(i32(m), i32(n), i32(k),
+                    a.array.data, tables[0].data, i32(a.row), i32(a.col),
+                    b.array.data, tables[1].data, i32(b.row), i32(b.col),
+                    c.array.data, tables[2].data, i32(c.row), i32(c.col),
+                    None if d.array is None else d.array.data, tables[3].data,
+                    i32(d.row), i32(d.col), f32(alpha), f32(beta))
+    tile = STRIDED_TILE
+    return Launch(kernel, (round_up(max(n, 1), tile), round_up(max(m, 1), tile), max(batch, 1)),
+                  (tile, tile, 1))
