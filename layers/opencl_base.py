@@ -1,19 +1,39 @@
 """Base class of OpenCL layers, and HostFallback, which runs a CPU layer among them.
 
 An OpenCL layer is the *twin* of a CPU layer: it subclasses it, so parameter reading,
-`infer` and FLOP counting are shared, and adds three steps the executor calls:
+`infer` and FLOP counting are shared. The executor (kuiper/opencl/execution/executor.py) drives
+it in three steps, and everything it decides for the layer is an argument, never an attribute
+set behind the layer's back:
 
-    layer.attach(runtime)                                  # once: context, queue, programs
-    outs = layer.allocate_outputs(inputs, in_specs, out_specs)   # at build: device arrays
-    layer.bind(inputs, outputs, in_specs, out_specs)       # at build: kernels + set_args
-    events = layer.enqueue(queue, wait_for)                # per inference: only enqueues
+    layer.attach(runtime)                                   # the device: context, queue, programs
+    layer.bind(inputs, outputs, in_specs, out_specs)        # at build: kernels + set_args
+    events = layer.enqueue(queue, wait_for)                 # per inference: only enqueues
 
-Binding happens once per input shape; `enqueue` is the hot path and does nothing but
+`bind` runs once per input shape; `enqueue` is the hot path and does nothing but
 `cl.enqueue_nd_range_kernel` (about 1.5 us each; `prg.name(...)` costs ~100x more).
+
+What a layer declares, on its class, so that the executor can plan memory before anything is
+allocated or bound:
+
+- `output_kinds(in_specs, out_specs)`: per output, FRESH (bytes of its own, placed by the
+  memory planner), view_of(i) (input i's bytes seen with the output's shape and dtype:
+  reshape, flatten, view_as_real; set `view_of_input = i` for the common case) or HOST_ONLY
+  (no device array: a value only the host knows, such as arange's data-dependent length).
+- `writes_in_place`: its kernel reads x[i] and writes y[i] and nothing else, so its output may
+  take the bytes of an input nobody reads afterwards (relu.cl, activation.cl).
+- `workspace_shapes(in_specs, out_specs)`: the scratch arrays its bind needs, (shape, dtype)
+  each. The executor sizes one shared scratch from every layer's list, then passes each layer
+  its arrays as `bind(..., workspaces=[...])`, in that order, valid only during its launches.
+- `epilogue_in_kernel`: its kernels store through a fused epilogue (kuiper/passes/epilogue.py),
+  so bind takes `epilogue=` and `residual=` (the device array the epilogue adds, or None).
+  Other producers are followed by one epilogue kernel instead.
+
+A layer gets only the keyword arguments it declared; the plain case is the four arguments:
 
     @register(backend="opencl")            # the PNNX types of cpu_relu.ReLU
     class ReLU(OpenCLLayer, cpu_relu.ReLU):
         kernel_file = "relu"
+        writes_in_place = True
         def bind(self, inputs, outputs, in_specs, out_specs):
             k = self.kernel("relu")
             k.set_args(inputs[0].data, outputs[0].data, np.int32(out_specs[0].numel))
@@ -35,6 +55,24 @@ from kuiper.core.errors import KernelBuildError
 from kuiper.layers.base import Layer
 from kuiper.core.registry import cpu_base, is_kuipers
 from kuiper.core.tensor_spec import TensorSpec
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """Where one output of a layer lives (see the module docstring): "fresh", "view" of input
+    `input`, or "host" (no device array)."""
+
+    kind: str
+    input: int = -1
+
+
+FRESH = OutputKind("fresh")
+HOST_ONLY = OutputKind("host")
+
+
+def view_of(index: int) -> OutputKind:
+    """The output is input `index`'s bytes, with the output's own shape and dtype."""
+    return OutputKind("view", index)
 
 
 @dataclass
@@ -67,22 +105,21 @@ class OpenCLLayer(Layer):
     # kernels index with long (the generated pnnx.Expression kernels).
     wide_indices: ClassVar[bool] = False
 
+    # --- declarations the executor reads before it allocates (see the module docstring) ---
+    # output 0 is a view of this input (reshape-like layers), or None: every output is fresh
+    view_of_input: ClassVar[int | None] = None
+    # the kernel reads x[i] and writes y[i] only: the output may take its input's bytes
+    writes_in_place: ClassVar[bool] = False
+    # bind takes `epilogue=` and `residual=` and its kernels store through the epilogue
+    epilogue_in_kernel: ClassVar[bool] = False
+
     runtime: Any = None
     host_fallback: Any = None  # a HostFallback, see fall_back_to_host
     launches: list[Launch]
-    # A fused epilogue (kuiper/passes/epilogue.py), set by the executor before bind() on layers
-    # whose class sets `accepts_epilogue`; `residual` is then the device array it adds (or None).
-    epilogue: Any = None
-    residual: Any = None
-    # True when the layer's own kernels carry `epilogue` out in their store; otherwise the
-    # executor runs it as a separate kernel after the layer's launches.
-    epilogue_in_kernel: ClassVar[bool] = False
-    # Set by the executor before allocate_outputs / bind (kuiper/opencl/execution/device_memory.py): the arrays
-    # the memory planner gave this layer's outputs, and where its workspaces come from.
-    planned_outputs: list[Any] | None = None
-    workspaces: Any = None
 
     def attach(self, runtime) -> None:
+        """The device this layer runs on; called before each bind (and before the executor asks
+        `workspace_shapes`, which may depend on the device)."""
         self.runtime = runtime
         self.launches = []
         self.host_fallback = None  # set by fall_back_to_host, for this input shape only
@@ -166,28 +203,39 @@ class OpenCLLayer(Layer):
         """A weight or constant to the device; call from bind(), never from enqueue()."""
         return self.runtime.to_device(host)
 
-    def workspace(self, shape: Sequence[int], dtype: Any = np.float32):
-        """A scratch device array for this layer's own intermediate results (im2col's column
-        matrix, Winograd's transformed tiles, split-K's partial sums): valid only while the
-        layer's launches run, so the memory planner may hand the same memory to other layers.
-        Call from bind(). The executor sets `workspaces` (kuiper/opencl/execution/device_memory.py), which
-        carves it out of one scratch buffer shared by every layer."""
-        if self.workspaces is not None:
-            return self.workspaces.take(tuple(shape), dtype)
-        return self.runtime.empty(tuple(shape), dtype)
+    # --- what the executor asks before it allocates anything ----------------------------------
+    def output_kinds(self, in_specs: Sequence[TensorSpec],
+                     out_specs: Sequence[TensorSpec]) -> list[OutputKind]:
+        """Per output: FRESH, view_of(i) or HOST_ONLY. By default every output is fresh, but
+        output 0 of a class that sets `view_of_input`. Override when it depends on the specs
+        (a cast to the same dtype is a view)."""
+        kinds = [FRESH] * len(out_specs)
+        if self.view_of_input is not None and kinds:
+            kinds[0] = view_of(self.view_of_input)
+        return kinds
 
-    # --- the three build/run steps --------------------------------------------------------------
-    def allocate_outputs(self, inputs: Sequence[Any], in_specs: Sequence[TensorSpec],
-                         out_specs: Sequence[TensorSpec]) -> list[Any]:
-        """Fresh device arrays; view-like layers (reshape, flatten) return a view of an input.
-        The arrays are those the memory planner placed (`planned_outputs`, set by the
-        executor) where it placed one, else new ones."""
-        planned = self.planned_outputs or [None] * len(out_specs)
-        return [p if p is not None else self.runtime.empty(s.shape, s.dtype)
-                for p, s in zip(planned, out_specs)]
+    def workspace_shapes(self, in_specs: Sequence[TensorSpec],
+                         out_specs: Sequence[TensorSpec]) -> list[tuple[tuple[int, ...], Any]]:
+        """The scratch arrays `bind` will take as `workspaces=`, as (shape, dtype), in order:
+        intermediate results valid only while this layer's launches run (im2col's column
+        matrix, Winograd's transformed tiles, split-K's partial sums), so the memory planner
+        hands the same bytes to every layer. None by default."""
+        return []
 
+    def own_workspaces(self, in_specs: Sequence[TensorSpec],
+                       out_specs: Sequence[TensorSpec]) -> list[Any]:
+        """Fresh device arrays for `workspace_shapes`: for a layer bound by hand, outside an
+        executor (tests, lessons)."""
+        return [self.runtime.empty(tuple(shape), dtype)
+                for shape, dtype in self.workspace_shapes(in_specs, out_specs)]
+
+    # --- the build step ---------------------------------------------------------------------
     def bind(self, inputs: Sequence[Any], outputs: Sequence[Any], in_specs: Sequence[TensorSpec],
              out_specs: Sequence[TensorSpec]) -> None:
+        """Create the kernels and set their arguments (`self.launches`). `outputs` are the
+        arrays the executor placed as `output_kinds` said (a view output is already the view;
+        a HOST_ONLY one is None). Layers that declared them also get `workspaces=` and
+        `epilogue=`/`residual=` (see the module docstring)."""
         raise NotImplementedError(f"{type(self).__name__}.bind")
 
     def enqueue(self, queue, wait_for: Sequence[Any]) -> list[Any]:

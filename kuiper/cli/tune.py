@@ -27,16 +27,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
-from dataclasses import dataclass, field
-from typing import Any
 
-import numpy as np
-
-from kuiper.core.errors import KuiperError
-from kuiper.core.table import format_table
 from kuiper.cli.jsonout import add_json_option, emit
 from kuiper.cli.options import add_plugin_option, check_model_path, load_plugins, shape_list
+from kuiper.core.errors import KuiperError
+from kuiper.core.table import format_table
 
 log = logging.getLogger("kuiper.tools")
 
@@ -62,242 +57,42 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run_command)
 
 
-@dataclass
-class Candidate:
-    algorithm: str
-    params: dict
-    seconds: float | None = None      # median device time; None: it failed
-    error: str = ""
-
-
-@dataclass
-class Problem:
-    """One distinct shape to tune, and the layers of the model that have it."""
-
-    kind: str                         # "conv" or "gemm"
-    key: str                          # the tuning cache's key
-    op: Any                           # the first operator with this shape
-    flops: float
-    shape: Any = None                 # the ConvProblem, or the GEMM's (M, N, K, Z, ta, tb)
-    layers: list[str] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
-    model_choice: tuple[str, dict] | None = None   # the cost model's (algorithm, params)
-
-    @property
-    def best(self) -> Candidate | None:
-        timed = [c for c in self.candidates if c.seconds is not None]
-        return min(timed, key=lambda c: c.seconds) if timed else None
-
-    def time_of(self, choice: tuple[str, dict] | None) -> float | None:
-        for c in self.candidates:
-            if choice is not None and (c.algorithm, c.params) == choice:
-                return c.seconds
-        return None
-
-
 def run_command(args: argparse.Namespace) -> int:
-    import kuiper
-    from kuiper.opencl.device import tuning_cache as tuning
+    from kuiper.graph.load import load
+    from kuiper.opencl.device import tuning_cache
+    from kuiper.opencl.execution.tuner import tune_graph
 
     check_model_path(args.model)
     if args.runs < 1:
         raise KuiperError(f"--runs {args.runs}: give at least 1 timed run")
     options = {"device": args.device} if args.device else {}
-    graph = kuiper.load(args.model, backend="opencl", input_shapes=args.input_shape,
+    graph = load(args.model, backend="opencl", input_shapes=args.input_shape,
                         params=load_plugins(args), **options)
     device = graph.executor.runtime.device
 
-    def keep(problem: Problem) -> None:  # each winner at once: an interrupted tune keeps it
+    def keep(problem) -> None:  # each winner at once: an interrupted tune keeps it
         best = problem.best
         if best is not None:
-            tuning.store(device, {problem.key: {"algorithm": best.algorithm,
+            tuning_cache.store(device, {problem.key: {"algorithm": best.algorithm,
                                                 "params": best.params, "seconds": best.seconds}})
 
-    skip = (lambda key: tuning.lookup(device, key) is not None) if args.resume else None
+    skip = (lambda key: tuning_cache.lookup(device, key) is not None) if args.resume else None
     problems = tune_graph(graph, runs=args.runs, on_tuned=keep, skip=skip)
-    path = tuning.cache_path()
+    path = tuning_cache.cache_path()
     log.info("%d winners written to the tuning cache %s",
              sum(p.best is not None for p in problems), path)
     if args.json:
-        emit({"model": graph.param_path, "device": tuning.device_key(device),
+        emit({"model": graph.param_path, "device": tuning_cache.device_key(device),
               "cache": str(path), "problems": [problem_dict(p) for p in problems]})
         return 0
     print(format_table(result_rows(problems), right=(4, 5, 6)))
-    print(f"tuning cache: {path} ({tuning.device_key(device)})")
+    print(f"tuning cache: {path} ({tuning_cache.device_key(device)})")
     return 0
 
 
-def tune_graph(graph, runs: int = 5, on_tuned=None, skip=None) -> list[Problem]:
-    """Time every candidate of every distinct convolution and GEMM problem of an OpenCL `graph`.
-    `on_tuned(problem)` is called after each problem; problems whose key `skip(key)` accepts
-    are left out."""
-    from kuiper.opencl.device.runtime import OpenCLRuntime
+def result_rows(problems) -> list[tuple]:
+    from kuiper.opencl.execution.tuner import params_text
 
-    runtime = graph.executor.runtime
-    profiled = OpenCLRuntime.shared(_device_spec(runtime), profiling=True)
-    problems = collect_problems(graph)
-    if skip is not None:
-        done = [p for p in problems if skip(p.key)]
-        if done:
-            log.info("%d of %d problems are in the tuning cache already (--resume): skipped",
-                     len(done), len(problems))
-        problems = [p for p in problems if p not in done]
-    flush = cache_flush(profiled)   # one scratch buffer for the whole tune
-    for i, problem in enumerate(problems, 1):
-        problem.candidates = candidate_list(problem, profiled.device)
-        log.info("tuning %d/%d: %s %s (%s), %d candidates", i, len(problems), problem.kind,
-                 problem.layers[0], problem.key, len(problem.candidates))
-        for candidate in problem.candidates:
-            try:
-                candidate.seconds = time_candidate(graph, problem, candidate, profiled, runs,
-                                                   flush)
-            except Exception as e:  # noqa: BLE001 - a failing candidate is reported, not fatal
-                candidate.error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
-                log.warning("%s: %s %s failed: %s", problem.layers[0], candidate.algorithm,
-                            _params_text(candidate.params), candidate.error)
-        best = problem.best
-        if best is not None:
-            log.info("  best: %s %s, %.3f ms", best.algorithm, _params_text(best.params),
-                     best.seconds * 1e3)
-        if on_tuned is not None:
-            on_tuned(problem)
-    return problems
-
-
-def _device_spec(runtime) -> str:
-    """A device spec that finds the graph's device again ('P:D')."""
-    from kuiper.opencl.device.runtime import list_devices
-
-    for index, _label, device in list_devices():
-        if device == runtime.device:
-            return index
-    return runtime.device.name
-
-
-def collect_problems(graph) -> list[Problem]:
-    """The distinct convolution and GEMM problems of the graph, in model order. A GEMM's shape
-    is (M, N, K, Z, trans_a, trans_b): ranked_gemm_params' and tuning.gemm_key's arguments."""
-    from kuiper.layers.opencl.conv2d import ConvBind
-    from kuiper.layers.opencl.conv_transpose2d import ConvTransposeBind
-    from kuiper.layers.opencl.linear import Linear
-    from kuiper.opencl.device import tuning_cache as tuning
-
-    found: dict[str, Problem] = {}
-    for op in graph.order:
-        layer = op.layer
-        in_specs = [graph.specs[o.name] for o in op.inputs]
-        out_specs = [graph.specs[o.name] for o in op.outputs]
-        if isinstance(layer, ConvBind) and getattr(layer, "host_fallback", None) is None:
-            shape = layer.problem(in_specs)
-            key, kind, flops = tuning.conv_key(shape), "conv", 2.0 * shape.macs
-        elif isinstance(layer, (Linear, ConvTransposeBind)):
-            if isinstance(layer, Linear):   # x @ W^T, W stored as the layer chose
-                shape = layer.gemm_problem(in_specs, out_specs)
-            else:                           # W^T @ x into the column buffer
-                shape = (*layer.gemm_shape(in_specs), True, False)
-            if not all(shape[:4]):
-                continue
-            key, kind = tuning.gemm_key(*shape), "gemm"
-            flops = 2.0 * float(np.prod(shape[:4]))
-        else:
-            continue
-        if key not in found:
-            found[key] = Problem(kind, key, op, flops, shape)
-        found[key].layers.append(op.name)
-    return list(found.values())
-
-
-def candidate_list(problem: Problem, device) -> list[Candidate]:
-    """Every (algorithm, params) that can run the problem; remembers the cost model's pick."""
-    from kuiper.layers.opencl_conv import selector as conv_select
-    from kuiper.layers.opencl_gemm.cost import ranked_gemm_params
-
-    if problem.kind == "gemm":
-        sets = ranked_gemm_params(device, *problem.shape)
-        problem.model_choice = ("gemm", sets[0])
-        return [Candidate("gemm", p) for p in sets]
-    conv = problem.shape
-    ranked = conv_select.by_cost(conv, device)
-    if ranked:
-        algo = ranked[0][1]
-        problem.model_choice = (algo.name, algo.parameter_sets(conv, device)[0])
-    return [Candidate(algo.name, params) for _cost, algo in ranked
-            for params in algo.parameter_sets(conv, device)]
-
-
-def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs: int,
-                   flush=None) -> float:
-    """Median device seconds of one candidate, on a fresh layer with its own buffers, storing
-    through the fused epilogue the model gives the layer (a SiLU in the store can cost more
-    than the convolution on a CPU device). `flush` (cache_flush's function, or None) runs
-    before each timed run."""
-    from kuiper.layers.opencl_conv.selector import pinned
-
-    op = problem.op
-    in_specs = [graph.specs[o.name] for o in op.inputs]
-    out_specs = [graph.specs[o.name] for o in op.outputs]
-    layer = type(op.layer).from_operator(op)
-    layer.infer(in_specs)
-    layer.attach(runtime)
-    rng = np.random.default_rng(0)
-    inputs = [runtime.to_device(np.asarray(s.value, np.float32) if s.known else
-                                rng.standard_normal(s.shape).astype(np.float32))
-              for s in in_specs]
-    outputs = [runtime.empty(s.shape, s.dtype) for s in out_specs]
-    layer.epilogue = getattr(op.layer, "epilogue", None)
-    if layer.epilogue is not None and layer.epilogue.residual is not None:
-        layer.residual = runtime.to_device(
-            rng.standard_normal(out_specs[0].shape).astype(np.float32))
-    with pinned(candidate.algorithm, candidate.params):
-        layer.bind(inputs, outputs, in_specs, out_specs)
-    if getattr(layer, "algorithm", candidate.algorithm) != candidate.algorithm:
-        raise KuiperError(f"bound {layer.algorithm}, not {candidate.algorithm}")
-    queue = runtime.queue
-    layer.enqueue(queue, [])          # warm-up
-    queue.finish()
-    times = []
-    for _ in range(runs):
-        if flush is not None:
-            flush()
-        layer.enqueue(queue, [])
-        queue.finish()
-        events = layer.events
-        times.append((events[-1].profile.end - events[0].profile.start) * 1e-9)
-    return statistics.median(times)
-
-
-# Bytes a CPU device's caches forget between two timed runs (see cache_flush).
-FLUSH_BYTES = 64 << 20
-
-
-def cache_flush(runtime):
-    """On a CPU device, a function that writes FLUSH_BYTES of scratch memory (and waits), or
-    None elsewhere. Inside a model, the other layers' weights and activations pass through the
-    caches between two runs of a layer, so its weights come from memory; timed back to back, a
-    layer finds them in the cache. On the 2-core machine that made ResNet-18's stage-4
-    Winograd look 1.8x faster than it runs in the model, and ranked the algorithms wrongly. A
-    GPU's caches are small next to its memory bandwidth: no flush there."""
-    from kuiper.opencl.device.runtime import is_cpu
-
-    if not is_cpu(runtime.device):
-        return None
-    scratch = runtime.empty((FLUSH_BYTES // 4,), np.float32)
-    cl, queue = runtime.cl, runtime.queue
-
-    def flush():
-        cl.enqueue_fill_buffer(queue, scratch.data, np.float32(0), 0, FLUSH_BYTES)
-        queue.finish()
-
-    return flush
-
-
-def _params_text(params: dict) -> str:
-    from kuiper.layers.opencl_gemm.parameter_sets import describe_params
-
-    return describe_params(params)
-
-
-def result_rows(problems: list[Problem]) -> list[tuple]:
     rows = [("layer", "kind", "algorithm", "params", "time ms", "GFLOP/s", "vs cost model")]
     for p in problems:
         name = p.layers[0] + (f" (+{len(p.layers) - 1})" if len(p.layers) > 1 else "")
@@ -307,13 +102,13 @@ def result_rows(problems: list[Problem]) -> list[tuple]:
             continue
         chosen = p.time_of(p.model_choice)
         speedup = f"{chosen / best.seconds:.2f}x" if chosen else "-"
-        rows.append((name, p.kind, best.algorithm, _params_text(best.params),
+        rows.append((name, p.kind, best.algorithm, params_text(best.params),
                      f"{best.seconds * 1e3:.3f}", f"{p.flops / best.seconds / 1e9:.1f}",
                      speedup))
     return rows
 
 
-def problem_dict(p: Problem) -> dict:
+def problem_dict(p) -> dict:
     best = p.best
     return {"key": p.key, "kind": p.kind, "layers": p.layers, "flops": p.flops,
             "best": None if best is None else {"algorithm": best.algorithm,
@@ -325,29 +120,3 @@ def problem_dict(p: Problem) -> dict:
                             "seconds": c.seconds, "error": c.error} for c in p.candidates]}
 
 
-# --- `kuiper info`: each convolution's algorithm and why ---------------------------------------
-def algorithm_rows(graph) -> list[dict]:
-    """The selector's decision for every bound convolution, transposed convolution and linear
-    layer of an OpenCL graph."""
-    from kuiper.layers.opencl_gemm.parameter_sets import describe_params
-
-    rows = []
-    for op in graph.order:
-        name = getattr(op.layer, "algorithm", "")
-        if isinstance(name, str) and name:
-            params = op.layer.algorithm_params or {}
-            rows.append({"name": op.name, "type": op.type, "algorithm": name,
-                         "params": params, "params_text": describe_params(params),
-                         "reason": op.layer.algorithm_reason})
-    return rows
-
-
-def algorithm_lines(graph) -> list[str]:
-    rows = algorithm_rows(graph)
-    if not rows:
-        return []
-    table = [("operator", "type", "algorithm", "params", "why")]
-    table += [(r["name"], r["type"], r["algorithm"], r["params_text"], r["reason"])
-              for r in rows]
-    return ["kernels chosen (`kuiper tune MODEL` measures them; 'tuned': from its cache):",
-            format_table(table)]

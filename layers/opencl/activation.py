@@ -56,6 +56,7 @@ class OpenCLActivation(OpenCLLayer):
 
     kernel_file = "activation"
     expr = ""
+    writes_in_place = True  # activation.cl reads x[i], writes y[i]: it may overwrite its input
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         if self.falls_back_unless([np.float32], inputs, outputs, in_specs, out_specs):

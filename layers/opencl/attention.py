@@ -38,8 +38,15 @@ def row_offsets(view: Strided, rows_per_batch: int) -> np.ndarray:
 class _AttentionLaunches(OpenCLLayer):
     """Helpers shared by both attention layers."""
 
+    def take_workspaces(self, workspaces, in_specs, out_specs) -> None:
+        """The arrays bind hands out with `scratch`, in `workspace_shapes`' order."""
+        self.unused_workspaces = list(workspaces) or self.own_workspaces(in_specs, out_specs)
+
     def scratch(self, *shape: int):
-        array = self.workspace(shape, np.float32)  # lives during this layer's launches only
+        """The next workspace (it lives during this layer's launches only): the shapes bind
+        asks for, in order, are those `workspace_shapes` declared."""
+        array = self.unused_workspaces.pop(0)
+        assert array.shape == shape, f"workspace {array.shape} handed out for {shape}"
         keep_alive(self, [array])
         return array
 
@@ -68,8 +75,15 @@ class _AttentionLaunches(OpenCLLayer):
 
 @register(backend="opencl")
 class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAttention):
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    def workspace_shapes(self, in_specs, out_specs):
+        if out_specs[0].numel == 0:
+            return []
+        nb = int(np.prod(self.batch, dtype=np.int64))
+        return [((nb, self.length, self.source), np.float32)]   # the scores
+
+    def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
+        self.take_workspaces(workspaces, in_specs, out_specs)
         q, k, v = (s.shape for s in in_specs[:3])
         batch, length, source = self.batch, self.length, self.source
         self.launches = []
@@ -103,15 +117,37 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
 
 @register(backend="opencl")
 class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    def falls_back(self) -> bool:
+        """Masks together with add_bias_kv / add_zero_attn run the CPU layer."""
+        r = self.roles
+        return bool(self.extra and (r.attn_mask is not None
+                                    or r.key_padding_mask is not None))
+
+    def workspace_shapes(self, in_specs, out_specs):
+        """In bind's order: the projected Q, K and V (K and V are constants of their own with
+        add_bias_kv / add_zero_attn), the scores unless they are an output, the heads'
+        results side by side."""
+        if self.falls_back():
+            return []
+        n, length, source, e = self.n, self.length, self.source, self.dims.embed_dim
+        shapes = [(length * n, e)]
+        if not self.extra:
+            shapes += [(source * n, e), (source * n, e)]
+        if not ("weights" in self.outputs and not self.average):
+            shapes.append((n * self.dims.num_heads, length, self.keys))
+        shapes.append((length * n, e))
+        return [(shape, np.float32) for shape in shapes]
+
+    def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
+        self.take_workspaces(workspaces, in_specs, out_specs)
         r, d = self.roles, self.dims
         n, length, source, heads = self.n, self.length, self.source, d.num_heads
         keys = self.keys   # source positions, plus bias_kv / zero_attn ones
         e = d.embed_dim
         hd = e // heads
         self.launches = []
-        if self.extra and (r.attn_mask is not None or r.key_padding_mask is not None):
+        if self.falls_back():
             self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
                                    "masks together with add_bias_kv / add_zero_attn")
             return

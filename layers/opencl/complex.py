@@ -11,21 +11,11 @@ import numpy as np
 
 from kuiper.layers.common.complex_types import is_complex
 from kuiper.layers.cpu import complex as cpu_complex
-from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_base import FRESH, Launch, OpenCLLayer, round_up, view_of
 from kuiper.layers.opencl_helpers.buffers import broadcast_strides, keep_alive
 from kuiper.core.registry import register
 
 FLOAT32 = np.dtype(np.float32)
-
-
-def reinterpret(runtime, array, shape, dtype):
-    """The bytes of device `array` seen as another dtype and shape (same byte count)."""
-    import pyopencl.array as cla
-
-    if array.size == 0:  # an empty tensor has no buffer to share
-        return runtime.empty(shape, dtype)
-    return cla.Array(array.queue, tuple(shape), dtype, data=array.base_data,
-                     offset=array.offset)
 
 
 @register(backend="opencl")
@@ -48,10 +38,9 @@ class Complex(OpenCLLayer, cpu_complex.Complex):
 class ComplexPart(OpenCLLayer):
     """torch.real / torch.imag: a kernel for complex64, the input itself for a real tensor."""
 
-    def allocate_outputs(self, inputs, in_specs, out_specs):
-        if not is_complex(in_specs[0].dtype):
-            return [inputs[0]]
-        return super().allocate_outputs(inputs, in_specs, out_specs)
+    def output_kinds(self, in_specs, out_specs):
+        # torch.real of a real tensor is that tensor: a view, no kernel
+        return [FRESH] if is_complex(in_specs[0].dtype) else [view_of(0)]
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.launches = []
@@ -80,8 +69,7 @@ class Imag(ComplexPart, cpu_complex.Imag):
 class ByteView(OpenCLLayer):
     """The output is the input's buffer read with the output's dtype and shape."""
 
-    def allocate_outputs(self, inputs, in_specs, out_specs):
-        return [reinterpret(self.runtime, inputs[0], out_specs[0].shape, out_specs[0].dtype)]
+    view_of_input = 0  # the same bytes as another dtype: the executor makes the view
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.launches = []

@@ -2,9 +2,10 @@
 
 `bind` describes the convolution once as a `ConvProblem` (lifted to 3-D), gathers what the
 algorithms bind to in `ConvOperands` (device buffers, the host weight for bind-time transforms,
-the padding tables, the fused epilogue), asks the selector (layers/opencl_helpers/
-conv_select.py: forced, tuned by `kuiper tune`, or the cost model's choice) and lets the chosen
-algorithm create and bind its kernels. The decision stays on the layer for `kuiper info`:
+the padding tables, the fused epilogue, the workspaces), asks the selector
+(layers/opencl_conv/selector.py: forced, tuned by `kuiper tune`, or the cost model's choice) and
+lets the chosen algorithm create and bind its kernels. The choice is made first, when the
+executor asks what scratch the layer needs (`workspace_shapes`), and kept for the bind. The decision stays on the layer for `kuiper info`:
 `algorithm`, `algorithm_params`, `algorithm_reason`.
 
 The built-in algorithms (im2col + GEMM, GEMM alone for 1x1, direct depthwise) are in
@@ -21,7 +22,7 @@ import numpy as np
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu import conv2d
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.layers.opencl_conv import selector as conv_select
+from kuiper.layers.opencl_conv import selector
 from kuiper.layers.opencl_conv.algorithms import ConvOperands, ConvProblem
 from kuiper.layers.opencl_gemm.launch import WeightBuffers
 from kuiper.core.registry import register
@@ -50,8 +51,26 @@ class ConvBind(WeightBuffers, OpenCLLayer):
                            stride=lift3(self.stride), dilation=lift3(self.dilation),
                            pads=lift3(geo.pads, fill=(0, 0)), padding_mode=self.padding_mode)
 
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    def choose(self, in_specs):
+        """(problem, algorithm, params, reason): the selector's decision for these shapes,
+        made once and kept from `workspace_shapes` to the `bind` that follows it."""
         problem = self.problem(in_specs)
+        chosen = getattr(self, "_chosen", None)
+        if chosen is None or chosen[0] != problem:
+            chosen = (problem, *selector.select(self, problem, self.runtime.device))
+            self._chosen = chosen
+        return chosen
+
+    def workspace_shapes(self, in_specs, out_specs):
+        problem, algorithm, params, _ = self.choose(in_specs)
+        shapes = algorithm.workspace_shapes(problem, params, self.runtime.device,
+                                            weight_is_input=self.weight is None)
+        return [(shape, np.float32) for shape in shapes]
+
+    def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None,
+             workspaces=()):
+        problem, algorithm, params, reason = self.choose(in_specs)
+        self._chosen = None  # the next bind (a new size, a tuning candidate) chooses again
         weight, bias = self.weight_buffers(inputs)
         # where each padded depth / row / column reads from (layers/common/conv_geometry.py)
         self.src_tables = [self.upload(conv_geometry.source_indices(length, pad,
@@ -64,9 +83,8 @@ class ConvBind(WeightBuffers, OpenCLLayer):
             bias_host=(np.asarray(self.bias, np.float32)
                        if host and self.bias is not None else None),
             tables=[t.data for t in self.src_tables],
-            residual=self.residual.data if self.residual is not None else None,
-            epilogue=self.epilogue)
-        algorithm, params, reason = conv_select.select(self, problem, self.runtime.device)
+            residual=residual.data if residual is not None else None,
+            epilogue=epilogue, workspaces=list(workspaces))
         self.algorithm, self.algorithm_params, self.algorithm_reason = (algorithm.name, params,
                                                                          reason)
         self.conv_problem = problem

@@ -1,9 +1,9 @@
 """Transposed convolution on OpenCL: the weight GEMM into a column buffer, then `col2im`.
 
 Both launches are bound once here (clkernels/conv_transpose2d.cl explains them). The column
-buffer holds Cout*KD*KH*KW values per input voxel and is allocated at bind time. The GEMM's
+buffer holds Cout*KD*KH*KW values per input voxel: a workspace, shared with other layers. The GEMM's
 parameter set is the one `kuiper tune` measured fastest for this shape, else the cost model's
-(conv_select.select_gemm), as for a linear layer; `kuiper info` shows which and why. The kernels are
+(selector.select_gemm), as for a linear layer; `kuiper info` shows which and why. The kernels are
 written for 3-D volumes; ConvTranspose1d and ConvTranspose3d (layers/opencl/conv_transpose1d.py,
 conv_transpose3d.py) use the same binding, a 1-D or 2-D input being a volume with unit leading
 axes.
@@ -35,7 +35,11 @@ class ConvTransposeBind(WeightBuffers, OpenCLLayer):
         taps, voxels = int(np.prod(lift3(geo.kernel))), int(np.prod(lift3(geo.size)))
         return geo.cout // self.groups * taps, voxels, geo.cin_g, geo.n * self.groups
 
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    def workspace_shapes(self, in_specs, out_specs):
+        m, voxels, _, z = self.gemm_shape(in_specs)
+        return [((z * m * voxels,), np.float32)]   # the column buffer, batch x groups of them
+
+    def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
         geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
         size, kernel, out = lift3(geo.size), lift3(geo.kernel), lift3(geo.out)
         n, cout, g = geo.n, geo.cout, self.groups
@@ -44,7 +48,7 @@ class ConvTransposeBind(WeightBuffers, OpenCLLayer):
         m, voxels, k, z = self.gemm_shape(in_specs)
         params, reason = select_gemm(self.runtime.device, m, voxels, k, z, trans_a=True)
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
-        self.cols = self.workspace((n * m * g * voxels,), np.float32)
+        (self.cols,) = workspaces or self.own_workspaces(in_specs, out_specs)
         gemm = weight_gemm_launch(self, m, voxels, k, weight, k * m, inputs[0].data, k * voxels,
                                   self.cols.data, m * voxels, None, BIAS_NONE, groups=g, batch=n,
                                   params=params)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import creation
-from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_base import HOST_ONLY, Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import cl_type
 from kuiper.core.registry import register
@@ -39,8 +39,8 @@ class Fill(OpenCLLayer, creation.Fill):
 
 @register(backend="opencl")
 class Arange(OpenCLLayer, creation.Arange):
-    def allocate_outputs(self, inputs, in_specs, out_specs):
-        return [None]  # the length is known only when the model runs (enqueue)
+    def output_kinds(self, in_specs, out_specs):
+        return [HOST_ONLY]  # the length is known only when the model runs (enqueue allocates)
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.inputs, self.in_specs, self.launches = inputs, in_specs, []

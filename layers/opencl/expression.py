@@ -17,7 +17,7 @@ fallback, since a list is not a tensor a kernel could write.
 from __future__ import annotations
 
 from kuiper.layers.cpu import expression
-from kuiper.layers.opencl_base import HostFallback, Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_base import FRESH, HOST_ONLY, HostFallback, Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.expression_codegen import KERNEL_NAME, CodegenError, generate
 from kuiper.parser.expression import Symbolic
 from kuiper.core.registry import register
@@ -27,11 +27,9 @@ from kuiper.core.registry import register
 class Expression(OpenCLLayer, expression.Expression):
     wide_indices = True  # the generated kernel indexes with long past 2**31 elements
 
-    def allocate_outputs(self, inputs, in_specs, out_specs):
+    def output_kinds(self, in_specs, out_specs):
         # `expr=None` (pnnx's placeholder for an absent argument) has no numbers to store.
-        if out_specs[0].dtype == object:
-            return [None]
-        return super().allocate_outputs(inputs, in_specs, out_specs)
+        return [HOST_ONLY] if out_specs[0].dtype == object else [FRESH]
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         self._host = None

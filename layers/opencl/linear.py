@@ -13,7 +13,7 @@ device. The weight's layout depends on the kernel that reads it:
 The bias and a fused epilogue (activation, residual add) are applied as the results are
 stored. The launch is bound by `weight_gemm_launch`
 (layers/opencl_gemm/launch.py), like the convolutions' GEMM, with the parameter set that
-`kuiper tune` measured fastest for this shape, else the cost model's (conv_select.select_gemm).
+`kuiper tune` measured fastest for this shape, else the cost model's (selector.select_gemm).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
                               and is_cpu(self.runtime.device))
         return rows, n_out, n_in, 1, False, not transposed_at_bind
 
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None):
         rows, n_out, n_in, _, _, trans_b = self.gemm_problem(in_specs, out_specs)
         self.launches = []
         if rows == 0 or n_out == 0:
@@ -57,9 +57,9 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
         # trans_b is False only for a weight attribute: the CPU twin made its W^T (weight_t)
         w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t)
-        residual = self.residual.data if self.residual is not None else None
+        residual = residual.data if residual is not None else None
         self.launches = [weight_gemm_launch(self, rows, n_out, n_in, inputs[0].data, 0, w, 0,
                                             outputs[0].data, 0, b, BIAS_PER_COLUMN,
-                                            params=params, epilogue=self.epilogue,
+                                            params=params, epilogue=epilogue,
                                             residual=residual,
                                             options=[f"-DTRANS_B={int(trans_b)}"])]

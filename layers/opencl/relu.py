@@ -15,6 +15,7 @@ class ReLU(OpenCLLayer, relu.ReLU):
     # activations of activation.py say it: a C expression of x. NaN takes the branch that
     # returns x, so NaN stays NaN as in PyTorch (fmax(x, 0) would return 0).
     expr = "x<0.0f?0.0f:x"
+    writes_in_place = True  # relu.cl reads x[i], writes y[i]: it may overwrite a dead input
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         if self.falls_back_unless([np.float32], inputs, outputs, in_specs, out_specs):

@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from kuiper.layers.cpu import to
-from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
+from kuiper.layers.opencl_base import FRESH, Launch, OpenCLLayer, round_up, view_of
 from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.core.registry import register
 
 
 @register(backend="opencl")
 class To(OpenCLLayer, to.To):
-    def allocate_outputs(self, inputs, in_specs, out_specs):
+    def output_kinds(self, in_specs, out_specs):
         if in_specs[0].dtype == out_specs[0].dtype:
-            return [inputs[0]]  # device arrays are always contiguous: nothing to do
-        return super().allocate_outputs(inputs, in_specs, out_specs)
+            return [view_of(0)]  # device arrays are always contiguous: nothing to do
+        return [FRESH]
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.launches, n = [], out_specs[0].numel

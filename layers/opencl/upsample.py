@@ -3,7 +3,7 @@ launch for a nearest resize of the last two dims; `nearest2d_rows` on CPU device
 
 The CPU layer already computed, per dim, the (indices, weights) tables; they are uploaded once
 at bind time, so the kernel does no coordinate maths at all and agrees with the CPU path index
-for index. Between two passes the partial result lives in a scratch buffer allocated here.
+for index. Between two passes the partial result lives in a workspace (workspace_shapes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,23 @@ from kuiper.core.registry import register
 
 
 class OpenCLUpsample(OpenCLLayer):
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    def one_launch(self, shape) -> bool:
+        """Whether the resize is one nearest2d launch (a nearest resize of the last two dims)."""
+        axes = sorted(axis for axis, _, _ in self.passes)
+        return upsample.TAPS[self.mode] == 1 and axes == [len(shape) - 2, len(shape) - 1]
+
+    def workspace_shapes(self, in_specs, out_specs):
+        """The partial results between two passes (every pass's output but the last's)."""
+        shape = list(in_specs[0].shape)
+        if not self.passes or self.one_launch(shape):
+            return []
+        shapes = []
+        for axis, idx, _ in self.passes[:-1]:
+            shape = shape[:axis] + [idx.shape[0]] + shape[axis + 1:]
+            shapes.append((tuple(shape), in_specs[0].dtype))
+        return shapes
+
+    def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
         dtype = in_specs[0].dtype
         taps = upsample.TAPS[self.mode]
         if taps > 1 and dtype != np.float32:
@@ -34,16 +50,17 @@ class OpenCLUpsample(OpenCLLayer):
                 self.launches.append(self.resample(src, outputs[0], shape, len(shape) - 1,
                                                    idx, np.ones_like(idx, np.float32), dtype))
             return
-        axes = sorted(axis for axis, _, _ in self.passes)
-        if taps == 1 and axes == [len(shape) - 2, len(shape) - 1]:  # nearest 2-D: one launch
+        if self.one_launch(shape):  # nearest 2-D: one launch
+            axes = sorted(axis for axis, _, _ in self.passes)
             tables = {axis: idx for axis, idx, _ in self.passes}
             self.launches.append(self.nearest2d(src, outputs[0], shape, tables[axes[0]],
                                                 tables[axes[1]], dtype))
             return
+        between = list(workspaces) or self.own_workspaces(in_specs, out_specs)
         for k, (axis, idx, w) in enumerate(self.passes):
             out_shape = shape[:axis] + [idx.shape[0]] + shape[axis + 1:]
             last = k == len(self.passes) - 1
-            dst = outputs[0] if last else self.workspace(out_shape, dtype)
+            dst = outputs[0] if last else between[k]
             self.keep_alive.append(dst)
             self.launches.append(self.resample(src, dst, shape, axis, idx, w, dtype))
             src, shape = dst, out_shape

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -87,6 +87,8 @@ class ConvOperands:
     tables: list                        # the padding source tables (conv_geometry), device
     residual: Any = None                # device buffer added by the epilogue, or None
     epilogue: Any = None                # kuiper/passes/epilogue.py Epilogue, or None
+    # the scratch arrays `workspace_shapes` asked for, in its order (device arrays)
+    workspaces: list = field(default_factory=list)
 
 
 class ConvAlgorithm:
@@ -106,6 +108,13 @@ class ConvAlgorithm:
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         """The tunable variants (`kuiper tune` times each); the first is the default."""
         return [{}]
+
+    def workspace_shapes(self, problem: ConvProblem, params: dict, device: Any,
+                         weight_is_input: bool) -> list[tuple[int, ...]]:
+        """The float32 scratch arrays `bind` takes from `ops.workspaces`, in that order
+        (`weight_is_input`: F.conv2d, whose weight the graph computes). Asked before anything
+        binds, so every layer's scratch can share one buffer (layers/opencl_base.py)."""
+        return []
 
     def bind(self, layer: Any, problem: ConvProblem, ops: ConvOperands,
              params: dict) -> list:

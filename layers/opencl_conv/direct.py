@@ -204,13 +204,29 @@ class Direct(ConvAlgorithm):
             sets += [{"pix": row_fitted(p["pix"], width), "nv": p["nv"]} for p in PARAMETER_SETS]
         return [p for i, p in enumerate(sets) if p not in sets[:i]]
 
+    def workspace_shapes(self, problem, params, device, weight_is_input):
+        if self.bad_params(params):
+            return []   # bind says why
+        p = problem
+        width = lanes(params)
+        blocks, k = -(-p.cout_g // width), p.cin_g * p.taps
+        shapes = [(p.groups * blocks * k * width,)] if weight_is_input else []  # packed weight
+        hp, wp = input_size(p, params)
+        if (hp, wp) != tuple(p.size[1:]):
+            shapes.append((p.n * p.c * hp * wp,))   # the padded input
+        return shapes
+
+    @staticmethod
+    def bad_params(params: dict) -> bool:
+        pix, nv = params.get("pix"), params.get("nv")
+        return (set(params) != {"pix", "nv"} or nv not in (1, 2) or not isinstance(pix, int)
+                or pix not in range(1, MAX_PIX + 1))
+
     def bind(self, layer, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
         why = self.unsupported(problem, layer.runtime.device)
         if why is not None:
             raise ShapeError(layer.name, layer.type, f"{self.name}: {why}")
-        pix, nv = params.get("pix"), params.get("nv")
-        if (set(params) != {"pix", "nv"} or nv not in (1, 2) or not isinstance(pix, int)
-                or pix not in range(1, MAX_PIX + 1)):
+        if self.bad_params(params):
             raise ShapeError(layer.name, layer.type, f"{self.name}: block {params}; expected "
                              f"pix from 1 to {MAX_PIX} pixels and nv 1 or 2 vectors")
         p = problem
@@ -226,10 +242,11 @@ class Direct(ConvAlgorithm):
         options += prefetch_options(device)   # the weights, ahead (conv_launch.py says why)
         i32 = np.int32
         launches = []
+        scratch = list(ops.workspaces)   # in workspace_shapes' order
         if ops.weight_host is not None:
             packed = layer.upload(pack_weight(ops.weight_host, p.groups, params))
         else:   # F.conv2d: the weight is computed by the graph, packed on the device each run
-            packed = layer.workspace((p.groups * blocks * k * width,), np.float32)
+            packed = scratch.pop(0)
             pack = layer.kernel("direct_pack", options, stem=KERNEL_FILE)
             pack.set_args(buffer_of(ops.weight), packed.data, i32(m), i32(k), i32(blocks))
             launches.append(Launch(pack, (width, k, p.groups * blocks)))
@@ -238,7 +255,7 @@ class Direct(ConvAlgorithm):
         hp, wp = input_size(p, params)
         x = buffer_of(ops.x)
         if (hp, wp) != (h, w):
-            padded = layer.workspace((p.n * p.c * hp * wp,), np.float32)
+            padded = scratch.pop(0)
             pad = layer.kernel("direct_pad", options, stem=KERNEL_FILE)
             pad.set_args(x, padded.data, i32(h), i32(w), i32(hp), i32(wp), i32(p.pads[1][0]),
                          i32(p.pads[2][0]), i32(p.n * p.c))

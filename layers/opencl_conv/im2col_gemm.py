@@ -11,8 +11,8 @@
   work-item per output row. A GEMM with K = KH*KW has nothing to tile; this was Kuiper's
   depthwise path before the selector, kept so that every problem has a fair default.
 
-The tunable parameters of the first two are gemm.h's parameter sets (layers/opencl_helpers/
-gemm.py); their costs come from cost_model.py.
+The tunable parameters of the first two are gemm.h's parameter sets (layers/opencl_gemm/);
+their costs come from layers/opencl_gemm/cost.py.
 """
 
 from __future__ import annotations
@@ -104,11 +104,15 @@ class Im2colGemm(GemmAlgorithm):
         cols = problem.n * problem.c * problem.taps * problem.pixels
         return 4.0 * 2 * cols  # written by im2col, read again by the GEMM
 
+    def workspace_shapes(self, problem, params, device, weight_is_input):
+        p = problem
+        pixels = packed_columns(p.pixels, params) if packs_columns(params) else p.pixels
+        return [(p.n * p.c * p.taps * pixels,)]   # the column matrix
+
     def bind(self, layer, problem, ops, params):
         p = problem
         packed = packs_columns(params)
-        pixels = packed_columns(p.pixels, params) if packed else p.pixels
-        cols = layer.workspace((p.n * p.c * p.taps * pixels,), np.float32)
+        (cols,) = ops.workspaces
         options = program_options(params, ops.epilogue) + list(PACKED_OPTIONS if packed else ())
         kernel = layer.kernel("im2col_packed" if packed else "im2col", options)
         i32 = np.int32

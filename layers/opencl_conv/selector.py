@@ -3,7 +3,7 @@
 clDNN's idea, in three rules, checked in this order for every layer at bind time:
 
 1. "forced": a test (or `kuiper tune`, timing candidates) asked for an algorithm by name,
-   `conv_algorithms.forced(name)`, or for an exact (algorithm, params) pair, `pinned(...)`.
+   `algorithms.forced(name)`, or for an exact (algorithm, params) pair, `pinned(...)`.
    A forced algorithm that cannot run the problem falls through to the rules below.
 2. "tuned": the tuning cache (kuiper/opencl/device/tuning_cache.py) holds a winner that `kuiper tune`
    measured on this device and driver for this exact shape.
@@ -11,7 +11,7 @@ clDNN's idea, in three rules, checked in this order for every layer at bind time
    estimate (`ConvAlgorithm.cost`: a roofline with a per-algorithm efficiency), with that
    algorithm's favourite parameter set (the first of `parameter_sets`).
 
-The algorithms live in their own modules and register themselves (conv_algorithms.py); this
+The algorithms live in their own modules and register themselves (algorithms.py); this
 module imports those that exist, so the selector works with whatever is installed.
 """
 
@@ -24,9 +24,9 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from kuiper.layers.opencl_conv import algorithms as conv_algorithms
+from kuiper.layers.opencl_conv import algorithms
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvAlgorithm, ConvProblem
-from kuiper.opencl.device import tuning_cache as tuning
+from kuiper.opencl.device import tuning_cache
 
 logger = logging.getLogger(__name__)
 
@@ -82,13 +82,13 @@ def select(layer: Any, problem: ConvProblem, device: Any) -> tuple[ConvAlgorithm
     able = candidates(problem, device)
     if PINNED is not None and PINNED[0] in able:
         return able[PINNED[0]], PINNED[1], FORCED
-    if conv_algorithms.FORCE is not None:
-        algo = able.get(conv_algorithms.FORCE)
+    if algorithms.FORCE is not None:
+        algo = able.get(algorithms.FORCE)
         if algo is not None:
             return algo, algo.parameter_sets(problem, device)[0], FORCED
         logger.debug("%s: forced algorithm %s cannot run it (%s): cost model", layer.name,
-                     conv_algorithms.FORCE, why_not(conv_algorithms.FORCE, problem, device))
-    entry = tuning.lookup(device, tuning.conv_key(problem))
+                     algorithms.FORCE, why_not(algorithms.FORCE, problem, device))
+    entry = tuning_cache.lookup(device, tuning_cache.conv_key(problem))
     if entry is not None and entry["algorithm"] in able:
         algo = able[entry["algorithm"]]
         params = matching(entry.get("params", {}), algo.parameter_sets(problem, device))
@@ -133,7 +133,7 @@ def select_gemm(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool =
     if PINNED is not None and PINNED[0] == "gemm":
         return PINNED[1], FORCED
     ranked = ranked_gemm_params(device, m, n, k, z, trans_a, trans_b)
-    entry = tuning.lookup(device, tuning.gemm_key(m, n, k, z, trans_a, trans_b))
+    entry = tuning_cache.lookup(device, tuning_cache.gemm_key(m, n, k, z, trans_a, trans_b))
     if entry is not None and entry["algorithm"] == "gemm":
         params = matching(entry.get("params"), ranked)
         if params is not None:

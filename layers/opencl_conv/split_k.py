@@ -70,17 +70,32 @@ class SplitK(ConvAlgorithm):
         sets = self.parameter_sets(problem, device)
         return self.estimate(problem, device, sets[0]) if sets else float("inf")
 
-    def bind(self, layer: Any, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
-        params = params or self.parameter_sets(problem, layer.runtime.device)[0]
+    def slicing(self, problem: ConvProblem, params: dict, device: Any) -> tuple[dict, int, int]:
+        """(the tile's parameters, K per slice, slices) of a parameter set ({}: the default);
+        a ValueError names what is wrong with it."""
+        params = params or self.parameter_sets(problem, device)[0]
         tile = {key: value for key, value in params.items() if key != "slices"}
         requested = params.get("slices")
         if not isinstance(requested, int) or requested < 1:
-            raise parameter_error(layer, self.name, params, "expected 'slices', an int >= 1")
+            raise ValueError("expected 'slices', an int >= 1")
         k = problem.cin_g * problem.taps
         k_slice = slice_length(k, requested, tile)
-        slices = -(-k // k_slice)            # rounding to the tile may leave fewer slices
+        return tile, k_slice, -(-k // k_slice)   # rounding to the tile may leave fewer slices
+
+    def workspace_shapes(self, problem, params, device, weight_is_input):
+        try:
+            _, _, slices = self.slicing(problem, params, device)
+        except ValueError:
+            return []   # bind says what is wrong with the parameters
+        return [(slices, problem.n * problem.cout * problem.pixels)]   # the partial sums
+
+    def bind(self, layer: Any, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
+        try:
+            tile, k_slice, slices = self.slicing(problem, params, layer.runtime.device)
+        except ValueError as e:
+            raise parameter_error(layer, self.name, params, str(e)) from None
         total = problem.n * problem.cout * problem.pixels
-        partial = layer.workspace((slices, total))
+        (partial,) = ops.workspaces
         gemm = bind_implicit_gemm(layer, problem, ops, tile, self.name, k_slice, partial.data,
                                   stem="conv_split_k")
         # the same options as the slices' kernel: one program holds both

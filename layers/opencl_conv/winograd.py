@@ -221,39 +221,57 @@ class Winograd(ConvAlgorithm):
                   for local in ([1, 4, 1], [4, 1, 1], None)]
         return [first] + [p for p in others if p != first]
 
-    def bind(self, layer, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
+    def padded_sizes(self, problem: ConvProblem, params: dict, device: Any) -> tuple[int, int]:
+        """(tiles, output channels), each padded to whole blocks of the products' kernel; a
+        ValueError says why the parameter set cannot run (a hand-edited tuning cache)."""
         why = self.unsupported(problem, None)
         if why is not None:
-            raise ShapeError(layer.name, layer.type, f"{self.name}: {why}")
-        m, alpha2 = self.tile, (self.tile + 2) ** 2
-        tiles_h, tiles_w, tiles = self.geometry(problem)
+            raise ValueError(why)
+        *_, tiles = self.geometry(problem)
         gemm = params.get("gemm")
         if gemm is not None:
             if gemm not in GPU_PARAMETER_SETS:
-                raise ShapeError(layer.name, layer.type, f"{self.name}: {gemm} is not one of "
-                                 "gemm_params.py's GPU parameter sets (gemm_tiled)")
+                raise ValueError(f"{gemm} is not one of the GPU parameter sets of "
+                                 "layers/opencl_gemm/parameter_sets.py (gemm_tiled)")
             nt_pad, cout_pad, *_ = self._gemm_shape(problem, tiles)
-        else:
-            bm, bn = int(params.get("bm", 8)), int(params.get("bn", 4))
-            if bm not in BM_CHOICES or bn not in BN_CHOICES:
-                raise ShapeError(layer.name, layer.type, f"{self.name}: tile parameters "
-                                 f"bm={bm}, bn={bn}; expected bm in {BM_CHOICES}, bn in "
-                                 f"{BN_CHOICES}, or a gemm set")
-            if bm > 8 and not wide_vectors(layer.runtime.device):
-                raise ShapeError(layer.name, layer.type, f"{self.name}: bm={bm} needs float16 "
-                                 "vectors, which this device's compiler cannot build "
-                                 "(kuiper/opencl/device/vector_width.py): bm 4 or 8")
-            nt_pad, cout_pad = round_up(tiles, bn), round_up(problem.cout, bm)
+            return nt_pad, cout_pad
+        bm, bn = int(params.get("bm", 8)), int(params.get("bn", 4))
+        if bm not in BM_CHOICES or bn not in BN_CHOICES:
+            raise ValueError(f"tile parameters bm={bm}, bn={bn}; expected bm in {BM_CHOICES}, "
+                             f"bn in {BN_CHOICES}, or a gemm set")
+        if bm > 8 and not wide_vectors(device):
+            raise ValueError(f"bm={bm} needs float16 vectors, which this device's compiler "
+                             "cannot build (kuiper/opencl/device/vector_width.py): bm 4 or 8")
+        return round_up(tiles, bn), round_up(problem.cout, bm)
+
+    def workspace_shapes(self, problem, params, device, weight_is_input):
+        try:
+            nt_pad, cout_pad = self.padded_sizes(problem, params, device)
+        except ValueError:
+            return []   # bind says why
+        alpha2, c = (self.tile + 2) ** 2, problem.c
+        # the transformed input V and the products, padded to whole register blocks (their
+        # extra columns hold garbage that no output reads: GEMM columns are independent), and
+        # for F.conv2d the filter U, transformed on the device at each run
+        shapes = [(alpha2, c, nt_pad), (alpha2, nt_pad, cout_pad)]
+        return shapes + ([(alpha2, c, cout_pad)] if weight_is_input else [])
+
+    def bind(self, layer, problem: ConvProblem, ops: ConvOperands, params: dict) -> list:
+        try:
+            nt_pad, cout_pad = self.padded_sizes(problem, params, layer.runtime.device)
+        except ValueError as e:
+            raise ShapeError(layer.name, layer.type, f"{self.name}: {e}") from None
+        m, alpha2 = self.tile, (self.tile + 2) ** 2
+        tiles_h, tiles_w, tiles = self.geometry(problem)
+        gemm = params.get("gemm")
+        bm, bn = int(params.get("bm", 8)), int(params.get("bn", 4))
         c, cout = problem.c, problem.cout
         _, h, w = problem.size
         _, oh, ow = problem.out
         pad_top, pad_left = problem.pads[1][0], problem.pads[2][0]
         i32 = np.int32
         common = [f"-DTILE_OUT={m}"]
-        # scratch: transformed input and products, padded to whole register blocks (their
-        # extra columns hold garbage that no output reads: GEMM columns are independent)
-        v = layer.workspace((alpha2, c, nt_pad))
-        products = layer.workspace((alpha2, nt_pad, cout_pad))
+        v, products, *filter_u = ops.workspaces   # workspace_shapes says what each is
         keep_alive(layer, [v, products])
         launches = []
 
@@ -262,7 +280,7 @@ class Winograd(ConvAlgorithm):
             keep_alive(layer, [u])
             u_buf = u.data
         else:   # F.conv2d: the weight is computed by the graph, transform it on the device
-            u = layer.workspace((alpha2, c, cout_pad))
+            (u,) = filter_u
             g = layer.upload(transform_matrices(m)[1].astype(np.float32))
             keep_alive(layer, [u, g])
             kernel = layer.kernel("winograd_filter", common, stem=KERNEL_FILE)

@@ -1,12 +1,8 @@
-"""The plan carried out on an OpenCL device: blocks, sub-buffers, views and workspaces.
+"""The memory plan carried out on an OpenCL device: blocks, sub-buffers, views and workspaces.
 
-Four things the OpenCL executor asks of this module, once per input shape:
+What the OpenCL executor asks of this module, once per input shape:
 
-1. `output_kinds`: which outputs of an operator own bytes. Reshape-like layers return a view of
-   an input from `allocate_outputs`; which ones do is learnt *before* anything is allocated, by
-   calling `allocate_outputs` on stand-in arrays whose buffers are markers (`_Marker`): a result
-   on an input's marker is a view of that input, a result on an output marker owns bytes.
-2. `DeviceMemory`: allocates the plan's blocks (one arena for greedy_by_size, pooled buffers for
+1. `DeviceMemory`: allocates the plan's blocks (one arena for greedy_by_size, pooled buffers for
    greedy_in_order) and hands each tensor a pyopencl array on its bytes: the block itself when
    the tensor starts at its beginning and no other tensor of the block starts elsewhere (a
    pooled block), else a sub-buffer (`get_sub_region`) at its offset.
@@ -14,21 +10,20 @@ Four things the OpenCL executor asks of this module, once per input shape:
    origins are multiples of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (the plan aligns every
    offset to it). Which strategy a device gets by default is `default_strategy`'s choice: on
    NVIDIA's driver, every sub-buffer of a buffer makes kernel launches slower.
-3. `Workspaces`: layer scratch arrays (im2col columns), valid only during their own step, all
-   carved from one shared scratch buffer. A layer asks for its workspaces while it binds, so
-   their sizes are known only then: the first bind of each layer gets buffers of its own
-   (`probing`), which the executor releases right after that bind (`release`); once every
-   layer has bound, one scratch as large as the largest step's need is allocated and the
-   layers that asked are bound again into it. At no time are two scratches alive at once.
+2. `device_view`: an output a layer declares a view of an input (`view_of(i)`,
+   layers/opencl_base.py) is that input's bytes with the output's shape and dtype.
+3. `Workspaces`: layer scratch arrays (im2col columns), valid only during their own step. Every
+   layer says what it needs before anything binds (`workspace_shapes`), so one scratch, as
+   large as the largest step's need, is allocated first and each layer binds once, into it.
    With greedy_in_order (GPUs) the scratch is pooled instead, for the same reason as the
    tensors: a buffer per rank (a step's largest workspace, its second largest ...), as large
    as the largest request of that rank, each handed out whole, with no sub-buffer. (By rank,
    not by the order of the requests: a layer whose first request is small and another whose
    first is large would otherwise make two buffers the size of the large one.)
-
-4. `in_place_outputs`: an elementwise step (a kernel that reads x[i] and writes y[i], nothing
-   else: IN_PLACE_STEMS) whose input nobody reads afterwards writes its output over that input;
-   the output is then a view of the input, with no bytes of its own.
+4. `in_place_outputs`: an elementwise step (its layer class sets `writes_in_place`: a kernel
+   that reads x[i] and writes y[i], nothing else) whose input nobody reads afterwards writes
+   its output over that input; the output is then a view of the input, with no bytes of its
+   own.
 
 An array on a block keeps the block's Python object alive (`_on_block`): OpenCL keeps a parent
 buffer alive as long as a sub-buffer of it lives, and the runtime's byte counter must too.
@@ -43,9 +38,7 @@ import numpy as np
 
 from kuiper.memory.lifetimes import align_up
 from kuiper.memory.strategies import Plan
-
-FRESH, VIEW, NOTHING, OWN = "fresh", "view", "nothing", "own"
-
+from kuiper.opencl.device.runtime import is_cpu
 
 def default_strategy(device) -> str:
     """The memory strategy of a graph on `device` when none is asked for.
@@ -57,47 +50,21 @@ def default_strategy(device) -> str:
     launches took 6.0 ms to enqueue, against 1.4 ms with pooled buffers (5.5 us against 53 per
     launch), which made the whole inference 7.7 ms against 4.8. The pools cost 1.2-1.4x the
     lower bound of memory instead of 1.0x."""
-    from kuiper.opencl.device.runtime import is_cpu  # (the executor imports this module, not back)
-
     return "greedy_by_size" if is_cpu(device) else "greedy_in_order"
 
 
-class _Marker:
-    """Stands in for a cl.Buffer while `allocate_outputs` is asked what it would return."""
-
-    def __init__(self, kind: str, index: int):
-        self.kind, self.index = kind, index
-
-
-def output_kinds(layer, queue, in_specs, out_specs) -> list[tuple[str, int]]:
-    """For each output of `layer`: (FRESH, -1) bytes of its own, (VIEW, i) a view of input i,
-    (NOTHING, -1) no device array (a host-only value), or (OWN, -1) an array the layer
-    allocated itself (not planned). Only layers that override allocate_outputs are asked."""
+def device_view(runtime, array, shape, dtype):
+    """The bytes of device `array` seen with another shape (and perhaps dtype, with the same
+    byte count): what an output declared `view_of(i)` is."""
     import pyopencl.array as cla
 
-    def stand_in(kind, i, spec):
-        if spec.dtype.kind == "O":
-            return None
-        return cla.Array(queue, tuple(spec.shape), spec.dtype, data=_Marker(kind, i))
-
-    inputs = [stand_in("in", i, s) for i, s in enumerate(in_specs)]
-    layer.planned_outputs = [stand_in("out", i, s) for i, s in enumerate(out_specs)]
-    try:
-        results = layer.allocate_outputs(inputs, in_specs, out_specs)
-    finally:
-        layer.planned_outputs = None
-    kinds = []
-    for array in results:
-        marker = getattr(array, "base_data", None)
-        if array is None:
-            kinds.append((NOTHING, -1))
-        elif isinstance(marker, _Marker) and marker.kind == "in":
-            kinds.append((VIEW, marker.index))
-        elif isinstance(marker, _Marker):
-            kinds.append((FRESH, -1))
-        else:
-            kinds.append((OWN, -1))
-    return kinds
+    dtype = np.dtype(dtype)
+    if array.size == 0:  # an empty tensor has no buffer to share
+        return runtime.empty(tuple(shape), dtype)
+    if dtype == array.dtype:
+        return array.reshape(tuple(shape))
+    return cla.Array(array.queue, tuple(shape), dtype, data=array.base_data,
+                     offset=array.offset)
 
 
 class DeviceMemory:
@@ -179,8 +146,10 @@ class Workspaces:
     """Scratch arrays of layers, shared: every step's workspaces start at byte 0 of one buffer
     (pooled: each is a whole buffer of `slots`, see the module's 3.).
 
-    `naive=True` gives each request its own buffer for good (the behaviour before the
-    planner), still counting the bytes, so `kuiper info --memory` can compare."""
+    The executor first `request`s each step's list of (shape, dtype), then `allocate`s, then
+    hands each step its `arrays`. `naive=True` gives each request its own buffer for good (the
+    behaviour before the planner), still counting the bytes, so `kuiper info --memory` can
+    compare."""
 
     runtime: Any
     alignment: int
@@ -189,15 +158,10 @@ class Workspaces:
     # drivers on which sub-buffers slow every launch down (NVIDIA's: greedy_in_order)
     pooled: bool = False
     buffer: Any = None  # the shared scratch, once `allocate` has sized it
-    step: int = -1
-    used: int = 0
     needs: dict[int, int] = field(default_factory=dict)  # step -> bytes it asked for
-    probing: set[int] = field(default_factory=set)       # steps bound to buffers of their own
-    handed: list = field(default_factory=list)           # those buffers, to release
+    requests: dict[int, list] = field(default_factory=dict)  # step -> [(shape, dtype, bytes)]
     subs: list = field(default_factory=list)             # sub-buffers of `buffer` handed out
-    requests: dict[int, list[int]] = field(default_factory=dict)  # pooled: step -> sizes
     slots: list = field(default_factory=list)            # pooled: a buffer per rank
-    ranks: list[int] = field(default_factory=list)       # pooled: this step's request -> slot
 
     def free(self) -> None:
         """Release the scratch's sub-buffers, then the scratch or its pooled buffers (see
@@ -217,76 +181,30 @@ class Workspaces:
         """Bytes of the one shared scratch (0 before it exists, and when pooled)."""
         return 0 if self.buffer is None else self.buffer.size
 
-    def begin(self, step: int) -> None:
-        """The layer of `step` is about to bind: its workspaces start again at byte 0."""
-        self.step, self.used = step, 0
-        self.needs.pop(step, None)
-        # pooled: the step asks again for what its first bind asked, so the sizes recorded
-        # then say which slot (rank by size) each request takes
-        self.ranks = size_ranks(self.requests.pop(step, []))
-        self.probing.discard(step)
-
-    def take(self, shape, dtype):
-        """A scratch array of `shape` for the current step (OpenCLLayer.workspace)."""
-        import pyopencl.array as cla
-
-        dtype = np.dtype(dtype)
-        nbytes = int(np.prod(tuple(shape), dtype=np.int64)) * dtype.itemsize
-        if nbytes == 0 or self.naive:
-            self.needs[self.step] = self.needs.get(self.step, 0) + nbytes
-            return self.runtime.empty(tuple(shape), dtype)
-        if self.pooled:
-            return self._take_pooled(tuple(shape), dtype, nbytes)
-        offset = align_up(self.used, self.alignment)
-        self.used = offset + nbytes
-        self.needs[self.step] = self.used
-        if self.used > self.capacity:  # not sized yet (or too small): a buffer for now
-            return self._probe(tuple(shape), dtype)
-        data = self.buffer.get_sub_region(offset, nbytes) if (offset or nbytes
-                                                              != self.capacity) else self.buffer
-        if data is not self.buffer:
-            self.subs.append(data)
-        return _on_block(cla.Array(self.runtime.queue, tuple(shape), dtype, data=data), self)
-
-    def _take_pooled(self, shape, dtype, nbytes: int):
-        """The step's next request gets the whole buffer of its size rank among the step's
-        requests (or, before the buffers are sized, a buffer of its own for now)."""
-        import pyopencl.array as cla
-
-        sizes = self.requests.setdefault(self.step, [])
-        slot = self.ranks[len(sizes)] if len(sizes) < len(self.ranks) else len(sizes)
-        sizes.append(nbytes)
-        self.needs[self.step] = sum(sizes)
-        if slot >= len(self.slots) or self.slots[slot].size < nbytes:
-            return self._probe(shape, dtype)
-        return _on_block(cla.Array(self.runtime.queue, shape, dtype, data=self.slots[slot]),
-                         self)
-
-    def _probe(self, shape, dtype):
-        """A buffer of the step's own until the scratch is sized: the step is bound again
-        into the scratch then (`release`, the executor's second bind)."""
-        self.probing.add(self.step)
-        array = self.runtime.empty(shape, dtype)
-        self.handed.append(array)
-        return array
-
-    def release(self, layer) -> None:
-        """Drop what the layer of a probing step holds of its own buffers (its launches, kept
-        arrays and attributes such as `cols`): it is bound again before anything runs."""
-        handed = {id(a) for a in self.handed}
-        for name, value in list(vars(layer).items()):
-            if id(value) in handed:
-                setattr(layer, name, None)
-        layer.attach(layer.runtime)
-        self.handed = []
+    def request(self, step: int, shapes) -> None:
+        """What the layer of `step` declared (`workspace_shapes`): (shape, dtype) each."""
+        sized = []
+        for shape, dtype in shapes:
+            dtype = np.dtype(dtype)
+            sized.append((tuple(int(d) for d in shape), dtype,
+                          int(np.prod(shape, dtype=np.int64)) * dtype.itemsize))
+        self.requests[step] = sized
+        if self.pooled or self.naive:
+            self.needs[step] = sum(n for *_, n in sized)
+        else:  # one after the other from byte 0, each aligned
+            used = 0
+            for *_, nbytes in sized:
+                used = align_up(used, self.alignment) + nbytes
+            self.needs[step] = used
 
     def allocate(self) -> None:
-        """One scratch for the largest step's need (the probing buffers are gone by now);
-        pooled, a buffer per size rank for the largest request of that rank."""
+        """One scratch for the largest step's need; pooled, a buffer per size rank for the
+        largest request of that rank. The old scratch goes first (at no time two are alive)."""
         if self.naive:
             return
         if self.pooled:
-            ranked = [sorted(s, reverse=True) for s in self.requests.values()]
+            ranked = [sorted((n for *_, n in r if n), reverse=True)
+                      for r in self.requests.values()]
             sizes = [max(s[i] for s in ranked if len(s) > i)
                      for i in range(max(map(len, ranked), default=0))]
             if len(sizes) > len(self.slots) or any(
@@ -298,6 +216,37 @@ class Workspaces:
         if need > self.capacity:
             self.free()  # the old scratch (and its sub-buffers) before the new one
             self.buffer = self.runtime.buffer(need)
+
+    def arrays(self, step: int) -> list:
+        """The arrays of `step`'s requests, in order (after `allocate`)."""
+        import pyopencl.array as cla
+
+        requests = self.requests.get(step, [])
+        if self.naive:
+            return [self.runtime.empty(shape, dtype) for shape, dtype, _ in requests]
+        if self.pooled:
+            ranks = size_ranks([n for *_, n in requests])
+            out = []
+            for (shape, dtype, nbytes), rank in zip(requests, ranks):
+                if nbytes == 0:
+                    out.append(self.runtime.empty(shape, dtype))
+                    continue
+                out.append(_on_block(cla.Array(self.runtime.queue, shape, dtype,
+                                               data=self.slots[rank]), self))
+            return out
+        out, used = [], 0
+        for shape, dtype, nbytes in requests:
+            if nbytes == 0:
+                out.append(self.runtime.empty(shape, dtype))
+                continue
+            offset = align_up(used, self.alignment)
+            used = offset + nbytes
+            data = self.buffer if (offset == 0 and nbytes == self.capacity) else \
+                self.buffer.get_sub_region(offset, nbytes)
+            if data is not self.buffer:
+                self.subs.append(data)
+            out.append(_on_block(cla.Array(self.runtime.queue, shape, dtype, data=data), self))
+        return out
 
     @property
     def total(self) -> int:
@@ -318,24 +267,17 @@ def size_ranks(sizes: list[int]) -> list[int]:
     return ranks
 
 
-# Kernels that read x[i] and then write y[i] at the same index, and nothing else: their output
-# may take their input's bytes when that input is read by nobody afterwards (clkernels/relu.cl,
-# clkernels/activation.cl). Any other kernel is left alone: a kernel that reads neighbours
-# (a convolution, a softmax) would read values it has already overwritten.
-IN_PLACE_STEMS = ("relu", "activation")
-
-
 def in_place_outputs(steps, tensors, views, keep, may_reuse) -> dict[str, str]:
-    """{output: input} of the elementwise steps that may compute in place: the step's kernel
-    is one of IN_PLACE_STEMS (`may_reuse(layer)` also says the layer allocates its output as
-    any layer does), the input owns its bytes (not a view), is not a graph port (`keep`), has
-    this step as its last reader, and has the output's size."""
+    """{output: input} of the elementwise steps that may compute in place: `may_reuse(layer)`
+    says the layer's class sets `writes_in_place` and its output is fresh; the input owns its
+    bytes (not a view), is not a graph port (`keep`), has this step as its last reader, and
+    has the output's size. Any other kernel is left alone: one that reads neighbours (a
+    convolution, a softmax) would read values it has already overwritten."""
     last = {t.name: t.last for t in tensors}
     size = {t.name: t.size for t in tensors}
     pairs: dict[str, str] = {}
     for step, op in enumerate(steps):
-        if (getattr(op.layer, "stem", None) not in IN_PLACE_STEMS or len(op.inputs) != 1
-                or len(op.outputs) != 1 or not may_reuse(op.layer)):
+        if len(op.inputs) != 1 or len(op.outputs) != 1 or not may_reuse(op.layer):
             continue
         source, target = op.inputs[0].name, op.outputs[0].name
         source = views.get(source, source)  # an alias (kuiper/passes/) names its operand

@@ -1,15 +1,18 @@
 """The OpenCL executor: the whole graph resident on the device.
 
 At build time (once per input shape):
-- every operand gets a device array (a view for reshape-like layers),
+- every operand gets a device array, as its producer declares (`output_kinds`: a view of an
+  input for reshape-like layers; layers/opencl_base.py), placed by the memory plan,
 - constants known from shapes alone (pnnx.Attribute, `size(...)` arithmetic) are folded: their
   operators never run, numeric ones are uploaded once,
 - the graph's plan (kuiper/passes/) is carried out: dead operators and no-ops get no step (a
   no-op's output is its input's array), and a producer with a fused epilogue gets it as
-  `layer.epilogue` / `layer.residual` before bind, its absorbed operators no step (their output
-  is the producer's array); a producer whose kernels do not apply it runs one more kernel
+  `bind(..., epilogue=, residual=)`, its absorbed operators no step (their output is the
+  producer's array); a producer whose kernels do not apply it runs one more kernel
   (kuiper/opencl/execution/epilogue_step.py),
-- every layer creates its kernels and binds their arguments.
+- every layer says what scratch it needs (`workspace_shapes`), one shared scratch is sized for
+  the largest, and every layer creates its kernels and binds their arguments, once
+  (`bind_layer`), its workspaces passed as `bind(..., workspaces=)`.
 
 Per inference: one upload per graph input, one enqueue batch per operator, each waiting on the
 events of the operators that produce its inputs (so an out-of-order queue runs it correctly and
@@ -32,18 +35,16 @@ import numpy as np
 from kuiper.core.dynamic_shapes import dynamic_readers
 from kuiper.core.errors import KuiperError
 from kuiper.core.ir import Observer, RuntimeOperator, operator_failure
-from kuiper.layers.opencl_base import HostFallback, OpenCLLayer
+from kuiper.layers.opencl_base import FRESH, HostFallback, OpenCLLayer
 from kuiper.opencl.execution.epilogue_step import with_epilogue
 from kuiper.core.log import warn
 from kuiper.memory import check_strategy, operand_lifetimes, plan
 from kuiper.opencl.execution.device_memory import (
-    FRESH,
-    VIEW,
     DeviceMemory,
     Workspaces,
     default_strategy,
+    device_view,
     in_place_outputs,
-    output_kinds,
 )
 from kuiper.opencl.execution.dynamic import DynamicHostStep, has_device_dynamic_outputs
 from kuiper.opencl.device.element_types import misread, oversized
@@ -64,6 +65,38 @@ def _step_reads(graph):
     inputs and a fused epilogue's residual (`plan.step_inputs`), else its inputs."""
     plan = getattr(graph, "plan", None)
     return plan.step_inputs if plan is not None else None
+
+
+def bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogue=None,
+               residual=None, workspaces=(), specs=None) -> None:
+    """attach + bind of one OpenCL layer, with what the executor decided for it as arguments
+    (layers/opencl_base.py): `epilogue=`/`residual=` for a layer whose kernels store through
+    it, `workspaces=` for one that declared scratch. The one way a layer is bound: the
+    executor and `kuiper tune` (tuner.py) both call it.
+
+    A tensor too large for the kernels' 32-bit indices is refused (an OperatorError). When a
+    kernel would read or write an operand's buffer with another element type than its dtype's
+    (a float kernel on a uint8 input runs past the buffer), the operator runs its CPU layer
+    instead, as the CPU backend would (graph.fallbacks lists it, layer.fallback_reason says
+    why)."""
+    layer.attach(runtime)
+    described = OpenCLExecutor._refuse_oversized(op, layer, in_specs, out_specs)
+    extras = {}
+    if layer.epilogue_in_kernel:
+        extras.update(epilogue=epilogue, residual=residual)
+    if workspaces:
+        extras["workspaces"] = list(workspaces)
+    try:
+        call(op, layer, "bind", layer.bind, inputs, outputs, in_specs, out_specs, **extras)
+        arrays = list(inputs) + list(outputs)
+        why = misread(layer, [(what, array, spec.dtype) for (what, spec), array
+                              in zip(described, arrays)])
+        if why is not None:
+            layer.fall_back_to_host(inputs, outputs, in_specs, out_specs, why)
+    except KuiperError:
+        raise
+    except Exception as e:  # every failure must name the operator
+        raise operator_failure(op, "binding its OpenCL kernels", e, specs or {}) from e
 
 
 class OpenCLExecutor:
@@ -162,16 +195,18 @@ class OpenCLExecutor:
                 continue
             if not plan.runs(op):  # dead, a no-op, or fused into its producer: no step
                 continue
-            if isinstance(layer, OpenCLLayer):  # what bind must fold into its store, if any
-                layer.epilogue, layer.residual = plan.epilogues.get(op.name), None
             if op.name in readers or (any(s.dynamic for s in out_specs)
                                       and not has_device_dynamic_outputs(layer)):
                 todo.append((op, DynamicHostStep(op, layer, self)))
                 continue
             self._refuse_oversized(op, layer, [specs[o.name] for o in op.inputs], out_specs)
+            if isinstance(layer, OpenCLLayer):
+                layer.attach(rt)  # before it is asked what it needs: that may depend on it
             todo.append((op, None))
-        memory = self._plan_memory(todo)
+        kinds = self._output_kinds(todo)
+        memory = self._plan_memory(todo, kinds)
         self._device_memory = memory
+        self._request_workspaces(todo)
 
         def new_array(name, spec):  # where the plan placed the operand, else a buffer of its own
             if memory is not None and name in memory.plan.offsets:
@@ -181,7 +216,6 @@ class OpenCLExecutor:
         for op in graph.input_ops:
             name = op.outputs[0].name
             self.arrays[name] = new_array(name, specs[name])
-        bound = {}  # step -> what bind got, for binding again to a grown workspace
         for step, (op, dynamic_step) in enumerate(todo):
             if dynamic_step is not None:
                 self.steps.append((op, dynamic_step))
@@ -193,23 +227,22 @@ class OpenCLExecutor:
             epilogue = plan.epilogues.get(op.name)
             residual = (self.arrays[epilogue.residual] if epilogue and epilogue.residual
                         else None)
+            outputs = []
+            for operand, spec, kind in zip(op.outputs, out_specs, kinds.get(op.name, ())):
+                if operand.name in self.in_place:      # the bytes of a dead input
+                    outputs.append(device_view(rt, self.arrays[self.in_place[operand.name]],
+                                               spec.shape, spec.dtype))
+                elif kind.kind == "view":
+                    outputs.append(device_view(rt, inputs[kind.input], spec.shape, spec.dtype))
+                elif kind.kind == "host":
+                    outputs.append(None)
+                else:
+                    outputs.append(new_array(operand.name, spec))
             if isinstance(layer, OpenCLLayer):
-                layer.residual = residual
-                layer.planned_outputs = [
-                    self.arrays[self.in_place[o.name]] if o.name in self.in_place
-                    else new_array(o.name, s) if memory is not None
-                    and o.name in memory.plan.offsets
-                    else None for o, s in zip(op.outputs, out_specs)]
-                layer.workspaces = self.workspaces
-                self.workspaces.begin(step)
-                outputs = self._bind_layer(op, layer, inputs, in_specs, out_specs)
-                layer.planned_outputs = None
-                bound[step] = (op, layer, inputs, in_specs, out_specs, outputs)
-                if step in self.workspaces.probing:  # bound again into the shared scratch
-                    self.workspaces.release(layer)
+                bind_layer(op, layer, rt, inputs, outputs, in_specs, out_specs, epilogue,
+                           residual, self.workspaces.arrays(step), graph.specs)
                 runner = layer
             else:
-                outputs = [new_array(o.name, s) for o, s in zip(op.outputs, out_specs)]
                 runner = HostFallback(layer, rt)
                 runner.bind(inputs, outputs, in_specs, out_specs)
             for operand, array in zip(op.outputs, outputs):
@@ -217,7 +250,6 @@ class OpenCLExecutor:
             # a producer whose kernels do not apply its fused epilogue: one more launch
             runner = with_epilogue(runner, epilogue, outputs[0] if outputs else None, residual, rt)
             self.steps.append((op, runner))
-        self._bind_workspaces(bound)
         for name in plan.aliases:  # a no-op's output is its input, a fused chain's its producer's
             self.arrays[name] = self.arrays.get(plan.resolve(name))
         # what each step waits for: its inputs (resolved) and its epilogue's residual
@@ -227,25 +259,51 @@ class OpenCLExecutor:
                                if has_device_dynamic_outputs(runner)
                                and any(self.graph.specs[o.name].dynamic for o in op.outputs)}
 
-    def _bind_workspaces(self, bound: dict) -> None:
-        """The layers that asked for workspaces got buffers of their own on their first bind,
-        released since: now that every size is known, one shared scratch, and bind them again
-        into it (kuiper/opencl/execution/device_memory.py)."""
-        probing = sorted(self.workspaces.probing)
-        self.workspaces.allocate()
-        for step in probing:
-            self.workspaces.begin(step)
-            self._bind_layer(*bound[step])
+    def _output_kinds(self, todo) -> dict:
+        """{operator: the OutputKind of each output}, as each layer declares them
+        (layers/opencl_base.py: fresh, a view of an input, or host-only); a CPU layer run on
+        the host has fresh outputs."""
+        specs = self.graph.specs
+        kinds = {}
+        for op, dynamic in todo:
+            if dynamic is not None:
+                continue
+            in_specs = [specs[o.name] for o in op.inputs]
+            out_specs = [specs[o.name] for o in op.outputs]
+            if isinstance(op.layer, OpenCLLayer):
+                kinds[op.name] = call(op, op.layer, "output_kinds", op.layer.output_kinds,
+                                      in_specs, out_specs)
+            else:
+                kinds[op.name] = [FRESH] * len(out_specs)
+        return kinds
 
-    def _plan_memory(self, todo) -> DeviceMemory | None:
+    def _request_workspaces(self, todo) -> None:
+        """What every layer declared it needs as scratch (`workspace_shapes`), asked before any
+        layer binds, so the shared scratch is sized once and each layer binds once, into it."""
+        specs = self.graph.specs
+        for step, (op, dynamic) in enumerate(todo):
+            layer = op.layer
+            if dynamic is not None or not isinstance(layer, OpenCLLayer):
+                continue
+            in_specs = [specs[o.name] for o in op.inputs]
+            out_specs = [specs[o.name] for o in op.outputs]
+            try:
+                shapes = call(op, layer, "workspace_shapes", layer.workspace_shapes, in_specs,
+                              out_specs)
+            except KuiperError:
+                raise
+            except Exception as e:  # every failure must name the operator
+                raise operator_failure(op, "sizing its OpenCL workspaces", e, specs) from e
+            self.workspaces.request(step, shapes)
+        self.workspaces.allocate()
+
+    def _plan_memory(self, todo, kinds) -> DeviceMemory | None:
         """Lifetimes of the operands and the plan of `self.memory` for them (kuiper/memory/);
         None when every operand gets a buffer of its own (naive).
 
-        Which outputs are views is asked of the layers first (output_kinds), so a view takes
-        no bytes and keeps its base alive. Lifetimes are kept for `kuiper info --memory` even
-        when the plan is naive."""
+        A view takes no bytes and keeps its base alive; a host-only output takes none either.
+        Lifetimes are kept for `kuiper info --memory` even when the plan is naive."""
         graph, rt = self.graph, self.runtime
-        specs = graph.specs
         self.memory_strategy = "naive"
         # several operators at once on an out-of-order queue: no shared scratch either
         self.workspaces.naive = self.memory == "naive" or rt.out_of_order
@@ -256,42 +314,34 @@ class OpenCLExecutor:
         # a no-op's or a fused operator's output is another operand: a view that owns no bytes
         views, unplanned = {name: graph.plan.resolve(name) for name in graph.plan.aliases}, set()
         for op, _ in todo:
-            layer = op.layer
-            if not isinstance(layer, OpenCLLayer) or (type(layer).allocate_outputs
-                                                      is OpenCLLayer.allocate_outputs):
-                continue  # fresh outputs
-            layer.attach(rt)
-            try:
-                kinds = output_kinds(layer, rt.queue, [specs[o.name] for o in op.inputs],
-                                     [specs[o.name] for o in op.outputs])
-            except Exception:  # noqa: BLE001 - the real bind will say what is wrong
-                return None
-            for operand, (kind, index) in zip(op.outputs, kinds):
-                if kind == VIEW:
-                    views[operand.name] = op.inputs[index].name
-                elif kind != FRESH:
+            for operand, kind in zip(op.outputs, kinds[op.name]):
+                if kind.kind == "view":
+                    views[operand.name] = op.inputs[kind.input].name
+                elif kind.kind == "host":
                     unplanned.add(operand.name)
-        self.lifetimes = [t for t in operand_lifetimes(
-            [op for op, _ in todo], specs, [op.outputs[0].name for op in graph.input_ops],
-            [o.name for o in graph.output_operands], views, _step_reads(graph))
-            if t.name not in unplanned]
+        steps = [op for op, _ in todo]
+        inputs = [op.outputs[0].name for op in graph.input_ops]
+        outputs = [o.name for o in graph.output_operands]
+
+        def lifetimes():
+            return [t for t in operand_lifetimes(steps, graph.specs, inputs, outputs, views,
+                                                 _step_reads(graph))
+                    if t.name not in unplanned]
+
+        self.lifetimes = lifetimes()
         if self.workspaces.naive or "plan_memory" not in getattr(graph, "passes",
                                                                  ("plan_memory",)):
             return None  # --no-pass plan_memory: a buffer per operand, as before the planner
         self.memory_strategy = self.memory
         # an elementwise step whose input nobody reads afterwards writes over that input
-        steps = [op for op, _ in todo]
-        ports = {op.outputs[0].name for op in graph.input_ops}
-        ports |= {graph.plan.resolve(o.name) for o in graph.output_operands}
+        ports = set(inputs) | {graph.plan.resolve(name) for name in outputs}
         self.in_place = in_place_outputs(
             steps, self.lifetimes, views, ports,
-            lambda layer: type(layer).allocate_outputs is OpenCLLayer.allocate_outputs)
+            lambda layer: getattr(layer, "writes_in_place", False)
+            and all(k.kind == "fresh" for k in kinds[layer.name]))
         if self.in_place:
             views.update(self.in_place)
-            self.lifetimes = [t for t in operand_lifetimes(
-                steps, specs, [op.outputs[0].name for op in graph.input_ops],
-                [o.name for o in graph.output_operands], views, _step_reads(graph))
-                if t.name not in unplanned]
+            self.lifetimes = lifetimes()
         self.memory_plan = plan(self.lifetimes, self.memory, rt.base_alignment)
         return DeviceMemory(rt, self.memory_plan)
 
@@ -308,32 +358,6 @@ class OpenCLExecutor:
         if too_large is not None:
             raise op.error(f"{too_large}: run the model on the cpu backend")
         return described
-
-    def _bind_layer(self, op, layer, inputs, in_specs, out_specs, outputs=None) -> list:
-        """allocate_outputs + bind, guarded (kuiper/opencl/device/element_types.py).
-
-        A tensor too large for the kernels' 32-bit indices is refused (an OperatorError). When
-        a kernel would read or write an operand's buffer with another element type than its
-        dtype's (a float kernel on a uint8 input runs past the buffer), the operator runs its
-        CPU layer instead, as the CPU backend would (graph.fallbacks lists it,
-        layer.fallback_reason says why)."""
-        layer.attach(self.runtime)
-        described = self._refuse_oversized(op, layer, in_specs, out_specs)
-        try:
-            if outputs is None:  # None: the first bind; a second one keeps the outputs
-                outputs = call(op, layer, "allocate_outputs", layer.allocate_outputs, inputs,
-                               in_specs, out_specs)
-            call(op, layer, "bind", layer.bind, inputs, outputs, in_specs, out_specs)
-            arrays = list(inputs) + list(outputs)
-            why = misread(layer, [(what, array, spec.dtype) for (what, spec), array
-                                  in zip(described, arrays)])
-            if why is not None:
-                layer.fall_back_to_host(inputs, outputs, in_specs, out_specs, why)
-        except KuiperError:
-            raise
-        except Exception as e:  # every failure must name the operator
-            raise operator_failure(op, "binding its OpenCL kernels", e, self.graph.specs) from e
-        return outputs
 
     def run(self, inputs: list[np.ndarray], observer: Observer | None = None,
             outputs: Sequence[str] | None = None) -> list:
