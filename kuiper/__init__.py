@@ -54,7 +54,7 @@ from kuiper.core.limits import Limits
 from kuiper.core.log import KuiperWarning  # and the "kuiper" logger (kuiper/core/log.py)
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
-from kuiper.core.version import __version__
+from kuiper.core.version import __version__ as __version__
 from kuiper.graph.load import load
 from kuiper.graph.runtime_graph import GraphState, Port, RuntimeGraph
 

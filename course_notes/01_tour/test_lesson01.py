@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.cli.course import implementation
+from kuiper.course.lessons import implementation
 
 REFERENCE = {"layer_file": "kuiper.core.registry:layer_file"}
 ex = implementation(__file__, REFERENCE)

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.cli.course import check_array, implementation
+from kuiper.course.lessons import check_array, implementation
 
 REFERENCE = {
     "contiguous_strides": "kuiper.layers.common.datamove:contiguous_strides",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kuiper.cli.course import implementation
+from kuiper.course.lessons import implementation
 
 REFERENCE = {
     "parse_value": "kuiper.parser.values:parse_value",

@@ -4,7 +4,7 @@ import pytest
 
 from kuiper import GraphError
 from kuiper.graph.runtime_graph import RuntimeGraph
-from kuiper.cli.course import implementation
+from kuiper.course.lessons import implementation
 from kuiper.graph.topo import predecessors
 
 REFERENCE = {

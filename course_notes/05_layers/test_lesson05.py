@@ -6,7 +6,7 @@ import torch
 
 from kuiper.core import registry
 from kuiper.layers.base import Layer
-from kuiper.cli.course import check_array, implementation
+from kuiper.course.lessons import check_array, implementation
 from kuiper.testing import run_operator
 
 REFERENCE = {"Sigmoid": "kuiper.layers.cpu.activation:Sigmoid"}

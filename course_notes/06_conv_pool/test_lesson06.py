@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kuiper.cli.course import check_array, implementation
+from kuiper.course.lessons import check_array, implementation
 
 REFERENCE = {
     "conv_output_size": "kuiper.layers.common.conv_geometry:conv_output_size",

@@ -6,7 +6,7 @@ import pytest
 from kuiper.parser.expression import Symbolic, format_rpn, parse, tokenize
 from kuiper.parser.expression.ast import Input, Literal
 from kuiper.parser.expression.rpn import Op
-from kuiper.cli.course import check_array, implementation, require_opencl
+from kuiper.course.lessons import check_array, implementation, require_opencl
 from kuiper.testing import run_operator
 
 REFERENCE = {

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from kuiper.cli.course import check_array, implementation
+from kuiper.course.lessons import check_array, implementation
 
 REFERENCE = {
     "softmax_topk": "kuiper.io.postprocess:softmax_topk",

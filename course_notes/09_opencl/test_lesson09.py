@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kuiper.layers.opencl_base import round_up
-from kuiper.cli.course import check_array, implementation, require_opencl
+from kuiper.course.lessons import check_array, implementation, require_opencl
 
 REFERENCE = {"relu_source": "clkernels/relu.cl"}
 ex = implementation(__file__, REFERENCE)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from kuiper.layers.common.pooling import Window
 from kuiper.layers.opencl_base import round_up
 from kuiper.layers.opencl_helpers.pooling_args import window_params
-from kuiper.cli.course import check_array, implementation, require_opencl
+from kuiper.course.lessons import check_array, implementation, require_opencl
 
 REFERENCE = {"maxpool_source": "clkernels/maxpool.cl"}
 ex = implementation(__file__, REFERENCE)

@@ -13,7 +13,7 @@ import pytest
 
 import kuiper
 from kuiper.cli.bench import PROFILE_RUNS
-from kuiper.cli.course import implementation, require_opencl
+from kuiper.course.lessons import implementation, require_opencl
 from kuiper.demo import DIGITS_PARAM
 
 REFERENCE = {

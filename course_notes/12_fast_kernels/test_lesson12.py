@@ -11,7 +11,7 @@ import pytest
 
 from kuiper.core.errors import KuiperError
 from kuiper.course import tiled_gemm
-from kuiper.cli.course import check_array, implementation, require_opencl
+from kuiper.course.lessons import check_array, implementation, require_opencl
 
 REFERENCE = {
     "launch_sizes": "kuiper.course.tiled_gemm:launch_sizes",

@@ -16,7 +16,7 @@ import pytest
 
 from kuiper.memory.lifetimes import Lifetime, align_up
 from kuiper.memory.strategies import Plan
-from kuiper.cli.course import implementation, require_opencl
+from kuiper.course.lessons import implementation, require_opencl
 
 REFERENCE = {
     "lower_bound": "kuiper.memory.lifetimes:lower_bound",
@@ -307,7 +307,7 @@ def export(module, example, folder):
     import pnnx
     import torch
 
-    from kuiper.cli.course import quiet_output
+    from kuiper.course.lessons import quiet_output
 
     folder.mkdir(parents=True, exist_ok=True)
     cwd = os.getcwd()

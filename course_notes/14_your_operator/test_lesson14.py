@@ -17,7 +17,7 @@ import torch
 
 import kuiper
 from kuiper.examples.layernorm2d.modules import LayerNorm2d as TorchLayerNorm2d
-from kuiper.cli.course import (
+from kuiper.course.lessons import (
     check_array,
     implementation,
     quiet_output,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kuiper.ocr import app as ocr
-from kuiper.cli.course import check_array, implementation, require_opencl
+from kuiper.course.lessons import check_array, implementation, require_opencl
 
 REFERENCE = {
     "ctc_greedy_decode": "kuiper.ocr.postprocess:ctc_greedy_decode",

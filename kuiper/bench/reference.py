@@ -22,8 +22,7 @@ import re
 import types
 from pathlib import Path
 
-from kuiper.core import plugins
-from kuiper.core import registry
+from kuiper.core import plugins, registry
 from kuiper.core.errors import KuiperError
 from kuiper.graph.runtime_graph import RuntimeGraph, bin_beside
 from kuiper.io.inputs import require_file

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import kuiper
+from kuiper.core.errors import InputError
+from kuiper.graph.load import load
+from kuiper.graph.runtime_graph import RuntimeGraph
 from kuiper.core.table import print_table
 from kuiper.io.inputs import load_input
-from kuiper.cli.jsonout import add_json_option, emit
+from kuiper.io.jsonout import add_json_option, emit
 from kuiper.cli.options import (
     add_pass_option,
     add_plugin_option,
@@ -51,10 +53,10 @@ class Trace:
 
 
 def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str | None = None,
-                  params=None, passes=None) -> tuple[Trace, kuiper.RuntimeGraph]:
+                  params=None, passes=None) -> tuple[Trace, RuntimeGraph]:
     options = {"device": device} if backend == "opencl" and device else {}
     # (an observed run is unfused whatever the passes: every operator's own output is seen)
-    graph = kuiper.load(path, backend=backend, params=params, passes=passes, **options)
+    graph = load(path, backend=backend, params=params, passes=passes, **options)
     graph.forward(*inputs)  # warm-up: compiles kernels, so the recorded times are fair
     trace = Trace(backend)
 
@@ -117,7 +119,7 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
     traces, graph = [], None
     for backend in backends:
         if graph is None:
-            probe = kuiper.load(path, backend="cpu", params=params)
+            probe = load(path, backend="cpu", params=params)
             if x is None:
                 rng = np.random.default_rng(0)
                 x = [rng.standard_normal(p.shape).astype(p.dtype) if p.dtype.kind == "f"
@@ -236,9 +238,9 @@ def run_command(args: argparse.Namespace) -> int:
     params = load_plugins(args)
     x = None
     if args.input:
-        ports = kuiper.load(args.model, params=params).inputs
+        ports = load(args.model, params=params).inputs
         if len(args.input) != len(ports):
-            raise kuiper.InputError(f"the model has {len(ports)} input(s) "
+            raise InputError(f"the model has {len(ports)} input(s) "
                                     f"({', '.join(str(p) for p in ports)}), got "
                                     f"{len(args.input)} --input file(s)")
         x = [load_input(path, port) for path, port in zip(args.input, ports)]

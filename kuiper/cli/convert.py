@@ -56,16 +56,3 @@ def run_command(args: argparse.Namespace) -> int:
         print(path)
     print(f"load it with: kuiper.load({str(param)!r}), or `kuiper info {param}`")
     return 0
-
-
-def convert_model_argument(args: argparse.Namespace) -> None:
-    """Before a command runs: replace an ONNX/TorchScript MODEL by its converted .pnnx.param.
-
-    The commands then see a PNNX model, as if the user had converted it by hand. The shapes
-    to convert at are the command's --input-shape, when it has one.
-    """
-    model = getattr(args, "model", None)
-    if args.command == "convert" or not isinstance(model, str):
-        return
-    if convert.is_convertible(model):
-        args.model = str(convert.to_pnnx(model, getattr(args, "input_shape", None)))

@@ -1,4 +1,4 @@
-"""The fuzzer's command line: `python -m kuiper.fuzz` and `kuiper fuzz`."""
+"""`kuiper fuzz`: the fuzzer's command line (the fuzzer itself is kuiper/fuzz/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from kuiper.fuzz.sandbox import CaseLimits
-from kuiper.cli.options import KuiperArgumentParser, comma_list
+from kuiper.cli.options import comma_list
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,12 +64,12 @@ def run(args: argparse.Namespace) -> int:
         args.report.write_text(json.dumps(report.as_json(), indent=1) + "\n")
     if report.failed and args.save:
         print(f"one case per distinct failure saved under {args.save}; replay them with "
-              f"python -m kuiper.fuzz --replay {args.save}")
+              f"kuiper fuzz --replay {args.save}")
     return 1 if report.failed else 0
 
 
 def add_parser(sub) -> None:
-    """`kuiper fuzz`: the same arguments as `python -m kuiper.fuzz`."""
+    """`kuiper fuzz`."""
     p = sub.add_parser("fuzz", help="fuzz the loader and layers with mutated models, each case "
                        "in a sandbox (robustness campaign)",
                        description="Fuzz Kuiper's loader and layers with mutated models, each "
@@ -77,11 +77,3 @@ def add_parser(sub) -> None:
                        "case crashed, hung, allocated past the limit or raised a bare exception.")
     add_arguments(p)
     p.set_defaults(func=run)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = KuiperArgumentParser(prog="kuiper fuzz",  # what `python -m kuiper.fuzz` is
-                                description="Fuzz Kuiper's loader and layers with mutated "
-                                "models, each case in a sandbox with time and memory limits.")
-    add_arguments(p)
-    return run(p.parse_args(argv))

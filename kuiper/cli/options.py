@@ -1,5 +1,5 @@
-"""Command-line options that several subcommands share (info, run, ops, bench, compare), and
-the argument parser class every `kuiper` command uses."""
+"""Command-line options that several commands share (info, run, ops, bench, compare, tune ...),
+loading a model from them, and the argument parser class every `kuiper` command uses."""
 
 from __future__ import annotations
 
@@ -130,3 +130,59 @@ def load_plugins(args: argparse.Namespace) -> dict[str, dict[str, object]]:
     for op_type, key, value in getattr(args, "param", ()):
         params.setdefault(op_type, {})[key] = value
     return params
+
+
+# --- a model, as the model commands take it ---------------------------------------------------
+BACKEND_CHOICES = ("cpu", "opencl")
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="path of the .pnnx.param (the .pnnx.bin is found beside it)")
+    p.add_argument("--backend", choices=BACKEND_CHOICES, default="cpu",
+                   help="where to run (default: %(default)s)")
+    p.add_argument("--device", help="OpenCL device: 'P:D' as in PYOPENCL_CTX, or part of its "
+                   "name (see `kuiper devices`)")
+    p.add_argument("--input-shape", type=shape_list, metavar="SHAPE",
+                   help="run at another input size, e.g. 4x3x160x160 (several inputs: "
+                   "comma-separated)")
+    add_memory_plan_option(p)
+    add_plugin_option(p)
+    add_pass_option(p)
+
+
+def add_memory_plan_option(p: argparse.ArgumentParser) -> None:
+    from kuiper.memory import DEFAULT_STRATEGY, STRATEGIES
+
+    p.add_argument("--memory-plan", choices=STRATEGIES, metavar="STRATEGY",
+                   help="how activations share memory (kuiper/memory/): "
+                   f"{', '.join(STRATEGIES)} (default: {DEFAULT_STRATEGY}; on an OpenCL "
+                   "device that is not a CPU, greedy_in_order)")
+
+
+def load_model(args: argparse.Namespace, **options):
+    """kuiper.load with what add_model_options declared (the plugins loaded first)."""
+    from kuiper.graph.load import load
+
+    if args.backend == "opencl" and args.device:
+        options["device"] = args.device
+    if getattr(args, "memory_plan", None):
+        options["memory"] = args.memory_plan
+    check_model_path(args.model)
+    params = load_plugins(args)
+    return load(args.model, backend=args.backend, input_shapes=args.input_shape,
+                params=params, passes=passes_from(args), **options)
+
+
+def convert_model_argument(args: argparse.Namespace) -> None:
+    """Before a command runs: replace an ONNX/TorchScript MODEL by its converted .pnnx.param.
+
+    The commands then see a PNNX model, as if the user had converted it by hand. The shapes
+    to convert at are the command's --input-shape, when it has one.
+    """
+    model = getattr(args, "model", None)
+    if args.command == "convert" or not isinstance(model, str):
+        return
+    from kuiper.graph import convert
+
+    if convert.is_convertible(model):
+        args.model = str(convert.to_pnnx(model, getattr(args, "input_shape", None)))

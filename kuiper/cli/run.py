@@ -5,7 +5,7 @@
     kuiper run m.pnnx.param --input photos/                    a folder of images: one batch
     kuiper run yolo.pnnx.param --input street.jpg --task detect --output boxes.png
 
-The task decides what happens around the network (tools/preprocess.py, tools/postprocess.py):
+The task decides what happens around the network (kuiper/io/preprocess.py, postprocess.py):
 
     classify  center-crop, ImageNet mean/std (3-channel inputs); prints the top-5 per image
     detect    letterbox, [0, 1] only; decodes YOLO-style rows (N, boxes, 5 + classes) with
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kuiper.cli.options import add_model_options, load_model
 from kuiper.core.errors import InputError, KuiperError
 
 log = logging.getLogger("kuiper.tools")
@@ -47,9 +48,7 @@ def float_list(text: str) -> tuple[float, ...]:
     return values
 
 
-def add_parser(sub, add_model_options, load_model) -> None:
-    """`kuiper run`, with the model options and loader the other model commands share (passed
-    in by tools/cli.py: this module imports nothing from the CLI that sits on top of it)."""
+def add_parser(sub) -> None:
     from kuiper.io.preprocess import RESIZE_MODES, TASKS
 
     p = sub.add_parser("run", help="run a model on .npy arrays or images (classify, detect)",

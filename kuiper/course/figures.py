@@ -288,13 +288,13 @@ def memory_plan_figure(param_path: str | None = None, strategy: str = "greedy_by
     offset in the arena, one rectangle per tensor, from the step that writes it to the last
     one that reads it. Rectangles never overlap: tensors alive at the same time never share a
     byte. Default: the demo model on the CPU backend, after the graph passes."""
-    import kuiper
+    from kuiper.graph.load import load
     from kuiper.memory import plan
     from kuiper.memory.plan_memory import short_bytes
     from kuiper.demo import DIGITS_PARAM
 
     path = param_path or DIGITS_PARAM
-    with kuiper.load(path, input_shapes=input_shapes) as graph:
+    with load(path, input_shapes=input_shapes) as graph:
         steps = graph.executor.plan.steps
         tensors = list(graph.executor.lifetimes)
         producer = {o.name: op for op in steps for o in op.outputs}

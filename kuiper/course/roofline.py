@@ -53,7 +53,7 @@ def operator_bytes(graph, op) -> int:
 def bench_points(document: dict, model: str, column: str = "kuiper opencl") -> list[Point]:
     """Points of one column of a `kuiper bench MODEL --json` document (parsed JSON): one per
     operator that does arithmetic (FLOPs > 0) and took measurable time."""
-    import kuiper
+    from kuiper.graph.load import load
     from kuiper.graph.summary import operator_rows
 
     columns = document.get("columns", [])
@@ -63,7 +63,7 @@ def bench_points(document: dict, model: str, column: str = "kuiper opencl") -> l
         raise KuiperError(f"roofline: the bench document has no per-operator profile for a "
                           f"column starting with {column!r} (its columns: {labels})")
     shapes = [tuple(x["shape"]) for x in document["inputs"]]
-    graph = kuiper.load(model, input_shapes=shapes)
+    graph = load(model, input_shapes=shapes)
     flops = {row["name"]: row["flops"] for row in operator_rows(graph)}
     ops = {op.name: op for op in graph.order}
     points = []

@@ -18,7 +18,7 @@ from typing import TextIO
 
 import numpy as np
 
-import kuiper
+from kuiper.graph.load import load
 from kuiper.core.errors import KuiperError
 from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
 from kuiper.testing import max_abs_diff, tolerance
@@ -88,7 +88,7 @@ def run_demo(backend: str = "cpu", device: str | None = None, show: int = 6,
     options = {"device": device} if backend == "opencl" and device else {}
     start = time.perf_counter()
     # Exported at batch 1; building at the test split's batch size runs all of it at once.
-    graph = kuiper.load(DIGITS_PARAM, backend=backend, input_shapes=[images.shape], **options)
+    graph = load(DIGITS_PARAM, backend=backend, input_shapes=[images.shape], **options)
     load_s = time.perf_counter() - start
     where = "NumPy" if backend == "cpu" else graph.executor.runtime.name
     print(f"Kuiper demo: handwritten digits (scikit-learn's 8x8 digits), {DIGITS_PARAM.name}",

@@ -7,5 +7,5 @@ checked rather than hoped.
 - `sandbox.py`: each case in a forked child with a time and a memory limit.
 - `campaign.py`: many cases, a summary, failures saved as a replayable corpus.
 
-    python -m kuiper.fuzz --cases 2000            # or: kuiper fuzz --cases 2000
+    kuiper fuzz --cases 2000              # the same: python -m kuiper fuzz --cases 2000
 """

@@ -1,7 +1,7 @@
 """A fuzzing campaign: many mutated models, each run in a sandbox, failures kept as a corpus.
 
-    python -m kuiper.fuzz --cases 100000 --save fuzz-failures/   # a long campaign
-    python -m kuiper.fuzz --replay tests/fuzz/corpus              # past failures again
+    kuiper fuzz --cases 100000 --save fuzz-failures/   # a long campaign
+    kuiper fuzz --replay tests/fuzz/corpus              # past failures again
 
 Case `i` of seed `s` is always the same file (its random generator is seeded with "s:i"), so
 any failure reproduces from its number alone, and a saved case is a folder that `kuiper info`

@@ -82,17 +82,18 @@ def run_case(param_path: str, backend: str) -> Outcome:
     """Load, summarise and run one model in *this* process; classify how it ended."""
     import numpy as np
 
-    import kuiper
+    from kuiper.core.errors import KuiperError
+    from kuiper.graph.load import load
 
     try:
-        graph = kuiper.load(param_path, backend=backend)
+        graph = load(param_path, backend=backend)
         graph.summary()
         rng = np.random.default_rng(0)
         graph.forward(*[_random_input(p, rng) for p in graph.inputs])
         return Outcome("ok")
-    except kuiper.KuiperError as e:
+    except KuiperError as e:
         cause = e.__cause__
-        if isinstance(cause, Exception) and not isinstance(cause, kuiper.KuiperError):
+        if isinstance(cause, Exception) and not isinstance(cause, KuiperError):
             # refused, but only by the safety net around the layers (kuiper.core.errors.MALFORMED):
             # not a failure, and worth a look; where the layer could say something precise
             return Outcome("netted", type(cause).__name__, str(cause).split("\n")[0][:300],
@@ -180,8 +181,8 @@ class Child:
 
 def prepare_parent(backends: list[str]) -> None:
     """Import what every child needs, once, before forking (never an OpenCL context)."""
-    import kuiper  # noqa: F401
     import kuiper.cpu.executor  # noqa: F401 - imported lazily by the graph: once, here
+    import kuiper.graph.load  # noqa: F401
     from kuiper.core import registry
 
     for backend in backends:

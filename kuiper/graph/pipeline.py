@@ -25,7 +25,7 @@ from kuiper.passes.eliminate_dead import eliminate_dead
 from kuiper.passes.eliminate_noops import eliminate_noops
 from kuiper.passes.fold_constants import fold_constants
 from kuiper.passes.fuse_epilogues import fuse_epilogues
-from kuiper.passes.plan import PassReport, Plan
+from kuiper.passes.plan import Plan
 
 PIPELINE = (fold_constants, eliminate_dead, eliminate_noops, fuse_epilogues, plan_memory)
 PASS_NAMES = tuple(p.__name__ for p in PIPELINE)

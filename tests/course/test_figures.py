@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from kuiper.course import figures
-from kuiper.cli.course import course_dir
+from kuiper.course.lessons import course_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

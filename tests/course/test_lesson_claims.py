@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.cli.course import lessons, pristine_stubs
+from kuiper.course.lessons import lessons, pristine_stubs
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = lessons()
@@ -97,7 +97,7 @@ __kernel void relu(__global const float *x, __global float *y, const int n)
 
 def test_lesson9_refuses_a_relu_that_turns_nan_into_zero(tmp_path, pristine_course):
     """fmax(NaN, 0) is 0 in OpenCL, NaN in PyTorch: such a kernel must fail lesson 9."""
-    from kuiper.cli.course import require_opencl
+    from kuiper.course.lessons import require_opencl
 
     require_opencl()
     course = tmp_path / "course_notes"

@@ -1,7 +1,7 @@
 """Every ```python block of every lesson's notes.md runs (so the notes cannot rot).
 
 The blocks of one notes.md run in order, in one namespace, from the repository root, exactly
-as a student pasting them into one Python session would (`kuiper.cli.course.run_notes`). The
+as a student pasting them into one Python session would (`kuiper.course.lessons.run_notes`). The
 `kuiper ...` lines of the ```bash blocks are checked too: all must parse, and those that need no
 file of the student's own run and succeed.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kuiper.cli.main import build_parser
-from kuiper.cli.course import course_dir, lessons, python_blocks, run_notes
+from kuiper.course.lessons import course_dir, lessons, python_blocks, run_notes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def notes_params():
 
 
 # What pnnx prints from C++ on every export (and once per operator it ignores): a lesson's
-# code must keep it off the student's terminal (kuiper.cli.course.quiet_output).
+# code must keep it off the student's terminal (kuiper.course.lessons.quiet_output).
 PNNX_LOG = re.compile(r"^(#+ pass_|pnnxparam = |inputshape = |ignore |inline module = )", re.M)
 
 

@@ -136,7 +136,7 @@ def test_the_committed_sample_names_its_machine_and_every_point():
 def test_the_cpu_roof_and_the_gemm_points_are_measured():
     peak, bandwidth = roofline.measure_cpu_roof(size=128, megabytes=8)
     assert peak > 0.1 and bandwidth > 0.1
-    from kuiper.cli.course import require_opencl
+    from kuiper.course.lessons import require_opencl
 
     require_opencl()
     from kuiper.opencl.device.runtime import OpenCLRuntime
@@ -149,7 +149,7 @@ def test_the_cpu_roof_and_the_gemm_points_are_measured():
 
 @pytest.mark.slow  # a bench in a subprocess, the GEMM speed-up and a roof measurement
 def test_measure_sample_gives_what_the_figure_draws():
-    from kuiper.cli.course import require_opencl
+    from kuiper.course.lessons import require_opencl
 
     require_opencl()
     sample = roofline.measure_sample(str(DIGITS_PARAM), "16x1x8x8", roof_tries=1)
@@ -161,7 +161,7 @@ def test_measure_sample_gives_what_the_figure_draws():
 
 
 def test_what_lesson_12_says_about_the_sample_is_what_it_shows():
-    from kuiper.cli.course import lessons
+    from kuiper.course.lessons import lessons
 
     notes = " ".join((lessons()[12] / "notes.md").read_text().split())
     pool = next(p for p in roofline.SAMPLE["points"] if "MaxPool2d" in p["label"])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.cli.course import lesson_test_files, lessons, reference_table
+from kuiper.course.lessons import lesson_test_files, lessons, reference_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

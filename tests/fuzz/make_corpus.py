@@ -5,7 +5,7 @@
 Each case is a folder with model.pnnx.param (and model.pnnx.bin when it needs weights) and a
 BACKEND file naming the backends it is replayed on. The suite replays all of them in the
 sandbox (test_fuzz.py): each must load and run, or be refused with a KuiperError. A failure
-found by a campaign (`python -m kuiper.fuzz --save DIR`) is added by copying its folder
+found by a campaign (`kuiper fuzz --save DIR`) is added by copying its folder
 here, under a name that says what it is.
 """
 

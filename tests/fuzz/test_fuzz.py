@@ -3,10 +3,10 @@
 Every case runs in a forked child with a time and a memory limit (kuiper/fuzz/sandbox.py),
 and must end as "ok" or "refused" (a KuiperError); a bare exception, a crash, a hang or an
 allocation past the limit fails the test, which lists one case per distinct failure.
-The campaigns run as `python -m kuiper.fuzz` in a fresh process: the sandbox forks, and a
+The campaigns run as `python -m kuiper fuzz` in a fresh process: the sandbox forks, and a
 process that has used OpenCL (as this test session has) cannot fork a child that uses it again.
 KUIPER_FUZZ_SEED picks other cases (the default keeps CI repeatable); a long campaign is
-`python -m kuiper.fuzz --cases 100000 --backends cpu,opencl --save DIR`.
+`kuiper fuzz --cases 100000 --backends cpu,opencl --save DIR`.
 """
 
 import json
@@ -29,9 +29,9 @@ SHORT = {"cpu": 2500, "opencl": 500}
 
 
 def fuzz(tmp_path, *args) -> dict:
-    """Run `python -m kuiper.fuzz ARGS` in a fresh process; its JSON report."""
+    """Run `kuiper fuzz ARGS` in a fresh process; its JSON report."""
     report = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "kuiper.fuzz", "--time-limit", "20",
+    proc = subprocess.run([sys.executable, "-m", "kuiper", "fuzz", "--time-limit", "20",
                            "--save", str(tmp_path / "failures"), "--report", str(report),
                            *args], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"failures (saved under {tmp_path}):\n{proc.stdout}\n" \

@@ -1,0 +1,235 @@
+"""The columns of a benchmark: Kuiper on each backend (with its per-operator profile), and the
+references, PyTorch (CPU or CUDA) and onnxruntime, each a `Column` with one inference to time."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from kuiper.bench.timing import PROFILE_RUNS, Column, threads_label
+from kuiper.core.errors import KuiperError
+from kuiper.io.trace import spans_of
+
+log = logging.getLogger("kuiper.bench")
+
+
+def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) -> Column:
+    from kuiper.graph.load import load
+
+    # The timed runs use a plain queue: a profiling one stamps every kernel, which costs
+    # several microseconds per launch on some drivers (NVIDIA's), as much as a small kernel.
+    # The per-operator profile and the trace load a second graph on a profiling queue.
+    options: dict = {}
+    if backend == "opencl" and args["device"]:
+        options["device"] = args["device"]
+    if args.get("memory"):
+        options["memory"] = args["memory"]
+    runtime = None
+    if backend == "opencl":  # the runtime the graph will share: its counter from here on
+        from kuiper.opencl.device.runtime import OpenCLRuntime
+
+        runtime = OpenCLRuntime.shared(args["device"], False, False)
+        before = runtime.reset_peak()
+
+    def load_graph(**extra):
+        return load(path, backend=backend, input_shapes=[x.shape for x in inputs],
+                    params=args["params"], passes=args.get("passes"), **options, **extra)
+
+    graph = load_graph()
+    label = f"kuiper {backend}"
+    if backend == "opencl":
+        label += f" ({graph.executor.runtime.device.name.strip()})"
+    column = Column(label)
+    if graph.fallbacks:
+        column.note = f"{len(graph.fallbacks)} operator(s) fall back to the CPU"
+    column.outputs = graph.forward(*inputs)
+    column.run = lambda: graph.forward(*inputs)
+    column.memory = peak_memory(graph, runtime.peak_bytes - before if runtime else None)
+    # on OpenCL, a second graph on a profiling queue, made once when the profile or the trace
+    # asks for it
+    profiled_graph = (functools.cache(lambda: load_graph(profiling=True)) if backend == "opencl"
+                      else lambda: graph)
+    if args["top"] > 0 or args["plot"]:
+        column.profiler = lambda: (opencl_profile(profiled_graph(), inputs) if backend == "opencl"
+                                   else cpu_profile(graph, inputs))
+    column.tracer = lambda: spans_of(profiled_graph(), inputs)
+    return column
+
+
+def peak_memory(graph, device_peak: int | None) -> str:
+    """What `kuiper bench` says of memory. OpenCL: the runtime's counter of device buffers
+    held at once (weights, activations, workspaces) during the build and a first run. CPU:
+    the planned arena of the layers that write into it (kuiper/cpu/arena.py), not measured:
+    NumPy's other temporaries come and go per forward."""
+    from kuiper.memory.plan_memory import short_bytes
+    from kuiper.memory.report import strategy_in_use
+
+    strategy = strategy_in_use(graph.executor) or "naive"
+    if device_peak is not None:
+        return (f"peak device memory {short_bytes(device_peak)} (runtime counter; memory "
+                f"plan: {strategy})")
+    arena = getattr(graph.executor, "arena", None)
+    held = short_bytes(arena.nbytes) if arena is not None else "none"
+    return f"activation arena {held} (planned, {strategy}; other NumPy arrays not counted)"
+
+
+def cpu_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
+    """Median wall time of each layer's forward() over a few runs (the observer hook).
+
+    Under an observer every operator runs on its own, unfused (kuiper/cpu/executor.py): a fused
+    ReLU shows up with its own (small) time here, while the timed runs above had none.
+    """
+    samples: dict[str, list[float]] = {}
+
+    def observe(op, outputs, seconds):
+        samples.setdefault(op.name, []).append(seconds)
+
+    for _ in range(PROFILE_RUNS):
+        graph.forward(*inputs, observer=observe)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def opencl_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
+    """Median device time of each operator's kernels, from the profiling events of a few runs."""
+    samples: dict[str, list[float]] = {}
+    for _ in range(PROFILE_RUNS):
+        graph.forward(*inputs)
+        for op, events in graph.executor.operator_events():
+            ns = sum(e.profile.end - e.profile.start for e in events)
+            samples.setdefault(op.name, []).append(ns * 1e-9)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def bench_torch(path: str, inputs: list[np.ndarray], args: dict) -> Column:
+    import torch
+
+    from kuiper.bench.reference import load_torch_reference, run_torch_reference
+
+    torch.set_num_threads(args["threads"])
+    model = load_torch_reference(path, args["params"])
+    column = Column(f"torch {torch.__version__} ({threads_label(args['threads'])})")
+    column.outputs = run_torch_reference(model, inputs)
+    tensors = [torch.from_numpy(x) for x in inputs]
+
+    def run():
+        with torch.inference_mode():
+            model(*tensors)
+
+    column.run = run
+    return column
+
+
+def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict,
+                     tf32: bool | None = None) -> Column:
+    """PyTorch eager on the GPU; `tf32=False` forces true fp32, None keeps PyTorch's defaults.
+
+    Each timed run is what Kuiper's is: from the host arrays in to the host arrays out (the
+    inputs copied to the GPU, the outputs back, which also waits for the GPU). Timing only the
+    model on tensors already on the GPU would leave out copies Kuiper's time includes: for
+    YOLOv5s at 640 they are several milliseconds, more than the kernels."""
+    import torch
+
+    from kuiper.bench.reference import load_torch_reference
+
+    if not torch.cuda.is_available():
+        raise KuiperError("PyTorch sees no CUDA device")
+    if tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    mode = "fp32, TF32 off" if tf32 is False else "defaults"
+    model = load_torch_reference(path, args["params"]).cuda()
+    column = Column(f"torch {torch.__version__} cuda ({mode})")
+    with torch.inference_mode():
+        out = model(*[torch.from_numpy(x).cuda() for x in inputs])
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    column.outputs = [o.float().cpu().numpy() for o in outs if isinstance(o, torch.Tensor)]
+
+    def run():
+        with torch.inference_mode():
+            out = model(*[torch.from_numpy(x).cuda() for x in inputs])
+            for o in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(o, torch.Tensor):
+                    o.cpu()
+        torch.cuda.synchronize()
+
+    column.run = run
+    return column
+
+
+def plain_onnx_path(param_path: str) -> Path:
+    """`model.onnx` beside `model.pnnx.param`: there when the model came through ONNX.
+
+    (pnnx's own `model.pnnx.onnx` is pnnx's graph in an ONNX container, with pnnx operator
+    types and no opset: onnxruntime cannot run it.)
+    """
+    p = Path(param_path)
+    stem = p.name.split(".pnnx.")[0] if ".pnnx." in p.name else p.stem
+    return p.with_name(stem + ".onnx")
+
+
+def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str, params=None) -> Path:
+    """No plain .onnx beside the model: export one from pnnx's PyTorch module (needs torch)."""
+    import warnings
+
+    import torch
+
+    from kuiper.bench.reference import load_torch_reference
+
+    model = load_torch_reference(param_path, params)
+    path = Path(folder) / "model.onnx"
+    with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(None):
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notices
+        torch.onnx.export(model, tuple(torch.from_numpy(x) for x in inputs), str(path),
+                          dynamo=False)
+    return path
+
+
+def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column:
+    import tempfile
+
+    import onnxruntime as ort
+
+    from kuiper.bench.reference import torch_module_path
+
+    with tempfile.TemporaryDirectory(prefix="kuiper-bench-") as folder:
+        model = plain_onnx_path(path)
+        source = model.name
+        if not model.is_file():
+            if not args["trust_model_code"]:
+                # The export would run <stem>_pnnx.py: Python code from the model's folder.
+                raise KuiperError(f"no {model.name} beside the model; to export one from "
+                                  f"{torch_module_path(path).name} (which runs that Python "
+                                  "file) add --trust-model-code")
+            try:
+                model = export_onnx(path, inputs, folder, args["params"])
+            except ImportError:
+                raise KuiperError(f"no {model.name} beside the model, and exporting one from "
+                                  "pnnx's PyTorch module needs torch (pip install "
+                                  "torch==2.13.0)") from None
+            source = f"exported from {Path(path).name.split('.pnnx.')[0]}_pnnx.py"
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = args["threads"]
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    feed = {i.name: x for i, x in zip(session.get_inputs(), inputs)}
+    column = Column(f"onnxruntime {ort.__version__} ({threads_label(args['threads'])}, "
+                    f"{source})")
+    column.outputs = session.run(None, feed)
+    column.run = lambda: session.run(None, feed)
+    return column
+
+
+def why(error: Exception) -> str:
+    if isinstance(error, ImportError):
+        module = error.name or str(error)
+        hint = "pip install torch==2.13.0" if module == "torch" else f"pip install {module}"
+        return f"{module} is not installed ({hint})"
+    if isinstance(error, KuiperError):
+        return str(error)
+    return f"it failed: {type(error).__name__}: {error}"
