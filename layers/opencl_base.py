@@ -52,9 +52,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kuiper.core.errors import KernelBuildError
-from kuiper.layers.base import Layer
 from kuiper.core.registry import cpu_base, is_kuipers
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,8 @@ class OpenCLLayer(Layer):
     kernel_path: ClassVar[str | os.PathLike | None] = None
     kernel_code: ClassVar[str | None] = None
     # The executor checks every kernel argument bound to an operand's buffer against the
-    # operand's dtype (kuiper/opencl/device/element_types.py): `float` for float32, `uchar` for uint8
-    # or bool, `float2` for complex64 ... A layer whose kernels read a dtype another way says
+    # operand's dtype (kuiper/opencl/device/element_types.py): `float` for float32, `uchar` for
+    # uint8 or bool, `float2` for complex64 ... A layer whose kernels read a dtype another way says
     # so here, {"complex64": ("float",)} for complex numbers read as pairs of floats.
     element_types: ClassVar[dict[str, tuple[str, ...]]] = {}
     # Kernels index with int: tensors above 2**31 - 1 elements are refused, unless the layer's

@@ -60,8 +60,8 @@ def test_parse_dtype_suffix_refuses_malformed_tokens(text):
 
 def test_every_value_of_the_demo_model_decodes():
     """Each `key=value` of a real export decodes to what the framework's reader made of it."""
-    from kuiper.parser.param import read_param
     from kuiper.demo import DIGITS_PARAM
+    from kuiper.parser.param import read_param
 
     model = read_param(DIGITS_PARAM)
     lines = DIGITS_PARAM.read_text().splitlines()

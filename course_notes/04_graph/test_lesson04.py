@@ -3,8 +3,8 @@
 import pytest
 
 from kuiper import GraphError
-from kuiper.graph.runtime_graph import RuntimeGraph
 from kuiper.course.lessons import implementation
+from kuiper.graph.runtime_graph import RuntimeGraph
 from kuiper.graph.topo import predecessors
 
 REFERENCE = {

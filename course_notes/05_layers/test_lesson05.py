@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from kuiper.core import registry
-from kuiper.layers.base import Layer
 from kuiper.course.lessons import check_array, implementation
+from kuiper.layers.base import Layer
 from kuiper.testing import run_operator
 
 REFERENCE = {"Sigmoid": "kuiper.layers.cpu.activation:Sigmoid"}

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from kuiper.course.lessons import check_array, implementation, require_opencl
 from kuiper.parser.expression import Symbolic, format_rpn, parse, tokenize
 from kuiper.parser.expression.ast import Input, Literal
 from kuiper.parser.expression.rpn import Op
-from kuiper.course.lessons import check_array, implementation, require_opencl
 from kuiper.testing import run_operator
 
 REFERENCE = {
@@ -76,7 +76,7 @@ def test_evaluate_symbolic_tensors():
 def tables():
     """Leave the function tables as they were, whatever the exercise did to them."""
     from kuiper.layers.opencl_helpers.expression_codegen import FLOAT_C
-    from kuiper.parser.expression.evaluate import PYTHON_BINARY, NUMPY
+    from kuiper.parser.expression.evaluate import NUMPY, PYTHON_BINARY
     from kuiper.parser.expression.functions import FUNCTIONS
 
     saved = [(t, dict(t)) for t in (FUNCTIONS, NUMPY, PYTHON_BINARY, FLOAT_C)]

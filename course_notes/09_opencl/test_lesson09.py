@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from kuiper.layers.opencl_base import round_up
 from kuiper.course.lessons import check_array, implementation, require_opencl
+from kuiper.layers.opencl_base import round_up
 
 REFERENCE = {"relu_source": "clkernels/relu.cl"}
 ex = implementation(__file__, REFERENCE)
@@ -66,8 +66,8 @@ def test_relu_keeps_nan_and_infinities_as_pytorch_does(runtime, program):
 def test_relu_kernel_inside_a_model(runtime, program, monkeypatch):
     """Your kernel, bound by the real ReLU layer, running the demo model on OpenCL."""
     import kuiper
-    from kuiper.opencl.device.runtime import OpenCLRuntime
     from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     original = OpenCLRuntime.program
 

@@ -5,10 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from kuiper.course.lessons import check_array, implementation, require_opencl
 from kuiper.layers.common.pooling import Window
 from kuiper.layers.opencl_base import round_up
 from kuiper.layers.opencl_helpers.pooling_args import window_params
-from kuiper.course.lessons import check_array, implementation, require_opencl
 
 REFERENCE = {"maxpool_source": "clkernels/maxpool.cl"}
 ex = implementation(__file__, REFERENCE)
@@ -80,8 +80,8 @@ def test_maxpool_kernel_matches_torch(runtime, program, kernel, stride, padding,
 def test_maxpool_kernel_inside_the_real_layer(runtime, program, monkeypatch):
     """layers/opencl/maxpool.py binds YOUR kernel; the demo model must still be right."""
     import kuiper
-    from kuiper.opencl.device.runtime import OpenCLRuntime
     from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.opencl.device.runtime import OpenCLRuntime
 
     original = OpenCLRuntime.program
 

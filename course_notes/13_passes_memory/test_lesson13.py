@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kuiper.course.lessons import implementation, require_opencl
 from kuiper.memory.lifetimes import Lifetime, align_up
 from kuiper.memory.strategies import Plan
-from kuiper.course.lessons import implementation, require_opencl
 
 REFERENCE = {
     "lower_bound": "kuiper.memory.lifetimes:lower_bound",

@@ -16,7 +16,6 @@ import pytest
 import torch
 
 import kuiper
-from kuiper.examples.layernorm2d.modules import LayerNorm2d as TorchLayerNorm2d
 from kuiper.course.lessons import (
     check_array,
     implementation,
@@ -24,6 +23,7 @@ from kuiper.course.lessons import (
     require_opencl,
     student_mode,
 )
+from kuiper.examples.layernorm2d.modules import LayerNorm2d as TorchLayerNorm2d
 from kuiper.testing import run_operator, write_operator_model
 
 REFERENCE = {

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuiper.ocr import app as ocr
 from kuiper.course.lessons import check_array, implementation, require_opencl
+from kuiper.ocr import app as ocr
 
 REFERENCE = {
     "ctc_greedy_decode": "kuiper.ocr.postprocess:ctc_greedy_decode",

@@ -1,5 +1,5 @@
-"""Benchmarks (`kuiper bench`, lesson 11): how fast is a model on each backend, where does the time go, and how does that
-compare with PyTorch and onnxruntime on the same machine, in the same run?
+"""Benchmarks (`kuiper bench`, lesson 11): how fast is a model on each backend, where does the time
+go, and how does that compare with PyTorch and onnxruntime on the same machine, in the same run?
 
 Method (what makes the numbers worth writing down):
 - the same seeded input for every column; `--warmup` untimed runs first (OpenCL compiles and

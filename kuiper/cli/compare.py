@@ -25,12 +25,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kuiper.core.errors import InputError
-from kuiper.graph.load import load
-from kuiper.graph.runtime_graph import RuntimeGraph
-from kuiper.core.table import print_table
-from kuiper.io.inputs import load_input
-from kuiper.io.jsonout import add_json_option, emit
 from kuiper.cli.options import (
     add_pass_option,
     add_plugin_option,
@@ -39,6 +33,12 @@ from kuiper.cli.options import (
     load_plugins,
     passes_from,
 )
+from kuiper.core.errors import InputError
+from kuiper.core.table import print_table
+from kuiper.graph.load import load
+from kuiper.graph.runtime_graph import RuntimeGraph
+from kuiper.io.inputs import load_input
+from kuiper.io.jsonout import add_json_option, emit
 from kuiper.testing import RTOL, max_abs_diff, tolerance
 
 

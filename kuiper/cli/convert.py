@@ -15,9 +15,9 @@ import argparse
 import shutil
 from pathlib import Path
 
-from kuiper.graph import convert
-from kuiper.core.errors import KuiperError
 from kuiper.cli.options import shape_list
+from kuiper.core.errors import KuiperError
+from kuiper.graph import convert
 
 
 def add_parser(sub) -> None:

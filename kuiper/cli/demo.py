@@ -7,6 +7,7 @@ import argparse
 
 from kuiper.cli.options import BACKEND_CHOICES
 
+
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="classify handwritten digits with a small CNN and check "
                        "every prediction against PyTorch")

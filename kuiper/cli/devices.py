@@ -8,6 +8,7 @@ from kuiper.core.errors import OpenCLUnavailableError
 from kuiper.core.table import print_table
 from kuiper.io.jsonout import add_json_option, emit
 
+
 def add_parser(sub) -> None:
     p = sub.add_parser("devices", help="list OpenCL devices and the one Kuiper picks")
     add_json_option(p)

@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from kuiper.fuzz.sandbox import CaseLimits
 from kuiper.cli.options import comma_list
+from kuiper.fuzz.sandbox import CaseLimits
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

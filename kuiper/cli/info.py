@@ -14,6 +14,7 @@ from kuiper.core.errors import KuiperError, UnsupportedOperatorError
 from kuiper.graph.pipeline import PASS_NAMES
 from kuiper.io.jsonout import add_json_option, emit
 
+
 def add_parser(sub) -> None:
     p = sub.add_parser("info", help="operators, shapes, parameters and FLOPs of a model",
                        epilog="To look at the graph: --dot writes Graphviz DOT (render with "

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from kuiper.core import plugins
 from kuiper.core.errors import KuiperError
-from kuiper.parser.values import parse_value
 from kuiper.io.inputs import parse_shapes
+from kuiper.parser.values import parse_value
 
 
 class KuiperArgumentParser(argparse.ArgumentParser):

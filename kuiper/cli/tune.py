@@ -28,10 +28,10 @@ from __future__ import annotations
 import argparse
 import logging
 
-from kuiper.io.jsonout import add_json_option, emit
 from kuiper.cli.options import add_plugin_option, check_model_path, load_plugins, shape_list
 from kuiper.core.errors import KuiperError
 from kuiper.core.table import format_table
+from kuiper.io.jsonout import add_json_option, emit
 
 log = logging.getLogger("kuiper.tools")
 

@@ -1,9 +1,9 @@
 """Kuiper's cache folder: one home for everything Kuiper keeps between runs.
 
-    <cache>/<stem>-<key>/      models converted by pnnx (kuiper/graph/convert.py)
-    <cache>/tuning.json        kernel timings of `kuiper tune` (kuiper/opencl/device/tuning_cache.py)
-    <cache>/vector_width.json  whether PoCL builds 16-wide vectors (kuiper/opencl/device/vector_width.py)
-    <cache>/ocr/               the OCR capstone's models (kuiper/ocr/app.py)
+    <cache>/<stem>-<key>/      models converted by pnnx       kuiper/graph/convert.py
+    <cache>/tuning.json        kernel timings, `kuiper tune`  kuiper/opencl/device/tuning_cache.py
+    <cache>/vector_width.json  16-wide vectors on PoCL?       kuiper/opencl/device/vector_width.py
+    <cache>/ocr/               the OCR capstone's models      kuiper/ocr/app.py
 
 The folder is `$KUIPER_CACHE_DIR`, else `$XDG_CACHE_HOME/kuiper`, else `~/.cache/kuiper`
 (`%LOCALAPPDATA%\\kuiper` on Windows). Delete it whenever you like: everything in it is made

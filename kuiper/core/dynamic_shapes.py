@@ -4,13 +4,15 @@
 `torch.arange(x[0])` as many as x[0] says: no amount of shape inference knows that before the
 model runs. Such a layer's `infer` returns a spec with `dynamic=True` whose shape is an upper
 bound (masked_select: every element selected), or 0 elements when there is none (arange), and
-the graph marks every operand computed from it dynamic too (kuiper/graph/runtime_graph.py, `_infer`).
+the graph marks every operand computed from it dynamic too (kuiper/graph/runtime_graph.py,
+`_infer`).
 
 The executors then do one extra thing for the operators that *read* a dynamic operand: before
 running one, they infer its shapes again from the actual arrays (`reinfer`), so that whatever
 the layer worked out from its input shapes (an axis, a broadcast shape) matches this run. On the
 OpenCL backend those readers run on the host, after a wait for the device (see
-kuiper/opencl/execution/executor.py): a data-dependent size is one of the few reasons to sync mid-graph.
+kuiper/opencl/execution/executor.py): a data-dependent size is one of the few reasons to sync
+mid-graph.
 `kuiper info` marks dynamic outputs with `<=` before their (upper bound) shape.
 """
 

@@ -1,7 +1,7 @@
 """Kuiper's logger and its warning class: how the engine tells you what it is doing.
 
-- `logging.getLogger("kuiper")` (and its children, one per module: "kuiper.opencl.execution.executor")
-  carries status lines such as "building OpenCL kernels for 12 operators...". A library must
+- `logging.getLogger("kuiper")` (and its children, one per module:
+  "kuiper.opencl.execution.executor") carries status lines such as "building OpenCL kernels for 12 operators...". A library must
   not print on its own, so the logger has only a NullHandler: nothing shows until the
   application configures logging, e.g. `logging.basicConfig(level=logging.INFO)` (the CLI's
   -v/-q do that for you).
@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
@@ -27,12 +28,13 @@ class KuiperWarning(UserWarning):
 
 
 def _engine_folders() -> tuple[str, ...]:
-    """The folders of Kuiper's own code: kuiper/ and the checkout's layers/ and parser/."""
-    import kuiper.layers
-    import kuiper.parser
-
-    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                 for m in (sys.modules["kuiper"], kuiper.layers, kuiper.parser))
+    """The folders of Kuiper's own code: kuiper/ and the checkout's layers/ and parser/ (found,
+    not imported: this module sits on a floor below the layers)."""
+    folders = [os.path.dirname(os.path.abspath(sys.modules["kuiper"].__file__))]
+    for name in ("kuiper.layers", "kuiper.parser"):
+        spec = importlib.util.find_spec(name)
+        folders += [os.path.abspath(p) for p in (spec.submodule_search_locations or [])]
+    return tuple(folder + os.sep for folder in folders)
 
 
 def warn(message: str) -> None:

@@ -1,3 +1,3 @@
-"""Kuiper's version, stated once: pyproject.toml reads it from here, `kuiper --version` prints it."""
+"""Kuiper's version, stated once: pyproject.toml reads it, `kuiper --version` prints it."""
 
 __version__ = "0.1.0"

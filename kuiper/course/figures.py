@@ -34,9 +34,9 @@ def _shape(operand) -> str:
 def demo_graph() -> str:
     """The demo model's operators, one row per level of the level schedule (lesson 4):
     operators of one level wait for nothing in that level, arrows are operands with shapes."""
+    from kuiper.demo import DIGITS_PARAM
     from kuiper.graph import topo
     from kuiper.graph.runtime_graph import RuntimeGraph
-    from kuiper.demo import DIGITS_PARAM
 
     graph = RuntimeGraph(DIGITS_PARAM).init()
     levels = topo.level_schedule(graph.operators)
@@ -288,10 +288,10 @@ def memory_plan_figure(param_path: str | None = None, strategy: str = "greedy_by
     offset in the arena, one rectangle per tensor, from the step that writes it to the last
     one that reads it. Rectangles never overlap: tensors alive at the same time never share a
     byte. Default: the demo model on the CPU backend, after the graph passes."""
+    from kuiper.demo import DIGITS_PARAM
     from kuiper.graph.load import load
     from kuiper.memory import plan
     from kuiper.memory.plan_memory import short_bytes
-    from kuiper.demo import DIGITS_PARAM
 
     path = param_path or DIGITS_PARAM
     with load(path, input_shapes=input_shapes) as graph:

@@ -105,8 +105,8 @@ def measure_sample(model: str, input_shape: str, roof_tries: int = 5) -> dict:
     operators from `kuiper bench MODEL --json`, the two GEMM kernels of lesson 12, and the
     CPU's roof (the best of `roof_tries`: a shared machine only ever makes it look lower).
     `python -m kuiper.course.roofline` prints it; SAMPLE below is its output here."""
+    from kuiper.bench.timing import machine_line
     from kuiper.opencl.device.runtime import OpenCLRuntime
-    from kuiper.cli.bench import machine_line
 
     bench = subprocess.run([sys.executable, "-m", "kuiper", "bench", model, "--backends",
                             "opencl", "--input-shape", input_shape, "--repeat", "20", "--json"],

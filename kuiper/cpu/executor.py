@@ -20,10 +20,10 @@ import numpy as np
 from kuiper.core.dynamic_shapes import dynamic_readers, reinfer
 from kuiper.core.errors import MALFORMED, KuiperError
 from kuiper.core.ir import Observer, operator_failure
+from kuiper.core.plugins import reraise
+from kuiper.cpu.arena import HostArena
 from kuiper.memory import DEFAULT_STRATEGY, check_strategy
 from kuiper.memory.plan_memory import graph_lifetimes
-from kuiper.cpu.arena import HostArena
-from kuiper.core.plugins import reraise
 
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -193,7 +193,8 @@ class Schedule:
         self.plan = plan
         specs = graph.specs
         order = [op for op in graph.order if op.layer is not None]
-        dynamic = dynamic_readers(order, specs)  # infer again per run (kuiper/core/dynamic_shapes.py)
+        # infer again per run (kuiper/core/dynamic_shapes.py)
+        dynamic = dynamic_readers(order, specs)
         self.steps = [Step(op, plan, op.name in dynamic) for op in plan.steps]
         self.constants = {o.name: specs[o.name].value for op in order if op.name in plan.folded
                           for o in op.outputs}

@@ -18,9 +18,9 @@ from typing import TextIO
 
 import numpy as np
 
-from kuiper.graph.load import load
 from kuiper.core.errors import KuiperError
 from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+from kuiper.graph.load import load
 from kuiper.testing import max_abs_diff, tolerance
 
 # Grey levels from white paper to black ink, two characters per pixel so digits are not squashed

@@ -34,12 +34,8 @@ from typing import Any
 import numpy as np
 
 from kuiper.core import limits as kuiper_limits
-from kuiper.graph import named_io
-from kuiper.core import registry
-from kuiper.graph import topo
-from kuiper.graph import pipeline
-from kuiper.graph.backends import executor_class
 from kuiper.core import plugins as kuiper_plugins
+from kuiper.core import registry
 from kuiper.core.errors import (
     MALFORMED,
     GraphError,
@@ -49,13 +45,15 @@ from kuiper.core.errors import (
     UnsupportedOperatorError,
 )
 from kuiper.core.ir import Observer, RuntimeOperand, RuntimeOperator, operator_failure
+from kuiper.core.tensor_spec import TensorSpec
+from kuiper.graph import named_io, pipeline, topo
+from kuiper.graph.backends import executor_class
+from kuiper.graph.summary import summarize
+from kuiper.graph.tuple_unpack import splice_tuple_unpacks
+from kuiper.graph.unsupported import unsupported_error
 from kuiper.parser.binfile import WeightArchive
 from kuiper.parser.param import read_param
 from kuiper.parser.values import DTYPES
-from kuiper.graph.summary import summarize
-from kuiper.core.tensor_spec import TensorSpec
-from kuiper.graph.tuple_unpack import splice_tuple_unpacks
-from kuiper.graph.unsupported import unsupported_error
 from kuiper.passes.plan import Plan
 
 # Operators the graph handles itself instead of a layer.

@@ -6,9 +6,9 @@ Every function here takes a built RuntimeGraph and only reads it (its `order`, `
 
 from __future__ import annotations
 
-from kuiper.graph import topo
 from kuiper.core.plugins import call
 from kuiper.core.table import format_table
+from kuiper.graph import topo
 
 
 def human(n: float) -> str:
@@ -84,7 +84,8 @@ def summarize(graph) -> str:
     total_p = sum(r["params"] for r in rows)
     weight_bytes = sum(int(a.nbytes) for op in graph.operators for a in op.attributes.values())
     total_f = sum(r["flops"] for r in rows)
-    # "0 (in0): 1x3x8x8 float32": str(port) with its alias beside the name (kuiper/graph/named_io.py)
+    # "0 (in0): 1x3x8x8 float32": str(port) with its alias beside the name
+    # (kuiper/graph/named_io.py)
     ins = ", ".join(p.label + str(p)[len(p.name):] for p in graph.inputs)
     outs = ", ".join(p.label + str(p)[len(p.name):] for p in graph.outputs)
     lines += ["", f"inputs:  {ins}", f"outputs: {outs}",

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import difflib
 
-from kuiper.core import plugins
-from kuiper.core import registry
+from kuiper.core import plugins, registry
 from kuiper.core.errors import UnsupportedOperatorError
 
 SHOWN = 20  # a hostile or foreign file may hold thousands; the first ones say enough

@@ -6,8 +6,8 @@ It runs last, once the other passes have decided which operators run and which o
 aliases, and plans the graph's operands backend-neutrally (every operand its own tensor, bytes
 unaligned), with the strategy the graph was loaded with (`kuiper.load(..., memory=...)`). Each
 executor then plans again with what only it knows: the OpenCL one which outputs are device
-views, the device's alignment, and the layers' workspaces (kuiper/opencl/execution/executor.py); the CPU
-one which layers write into a given array (kuiper/cpu/arena.py). The pass's plan is what
+views, the device's alignment, and the layers' workspaces (kuiper/opencl/execution/executor.py); the
+CPU one which layers write into a given array (kuiper/cpu/arena.py). The pass's plan is what
 `kuiper info --passes` reports.
 """
 

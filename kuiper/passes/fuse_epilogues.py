@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import is_kuipers
 from kuiper.passes.epilogue import Epilogue, Step, expression_c
 from kuiper.passes.plan import PassReport, Plan
-from kuiper.core.registry import is_kuipers
 
 # The residual adds pnnx writes for `y + r` / `r + y` (torch.add(y, r) is written the same).
 RESIDUAL_ADDS = ("add(@0,@1)", "add(@1,@0)")

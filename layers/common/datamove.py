@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from kuiper.layers.base import Layer
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 # pnnx writes INT_MAX for "open end" in slices and "no select" in multi-dim slices.
 INT_MAX = 2147483647

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kuiper.core.ir import RuntimeOperator
-from kuiper.layers.base import Layer
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 
 def tensor_inputs(op: RuntimeOperator, order: Sequence[str]) -> dict[str, int]:

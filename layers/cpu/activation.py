@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.base import ElementwiseLayer
 from kuiper.layers.common.input_dtypes import COMPLEX, FLOATS, INTEGERS, expect_dtype
-from kuiper.core.registry import register
 
 # SELU's two constants, from "Self-Normalizing Neural Networks" (Klambauer et al., 2017).
 SELU_ALPHA = 1.6732632423543772848170429916717

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.pooling import AXES, check_pool_input, output_shape, spatial_rank
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.pooling import AXES, check_pool_input, output_shape, spatial_rank
 
 
 def adaptive_bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
 from kuiper.layers.common.attention_roles import (
     MHADims,
@@ -24,8 +26,6 @@ from kuiper.layers.common.attention_roles import (
     resolve_inputs,
 )
 from kuiper.parser.values import DTYPES
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 def add_mask(scores: np.ndarray, mask: np.ndarray, bool_means_keep: bool) -> np.ndarray:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.base import Layer
 from kuiper.layers.common.pooling import (
     Window,
@@ -27,7 +28,6 @@ from kuiper.layers.common.pooling import (
     spatial_rank,
 )
 from kuiper.layers.cpu_helpers.pool_windows import window_taps
-from kuiper.core.registry import register
 
 
 @register("nn.AvgPool2d", "F.avg_pool2d", "nn.AvgPool1d", "F.avg_pool1d", "nn.AvgPool3d",

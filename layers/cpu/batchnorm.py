@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.norm import channel_affine, fold_stats, tensor_inputs
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.norm import channel_affine, fold_stats, tensor_inputs
 
 RANKS = {"nn.BatchNorm1d": (2, 3), "nn.BatchNorm2d": (4,), "nn.BatchNorm3d": (5,)}
 ARGUMENTS = ("input", "running_mean", "running_var", "weight", "bias")

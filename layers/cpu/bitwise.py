@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 BINARY = {"torch.bitwise_and": np.bitwise_and, "torch.bitwise_or": np.bitwise_or,
           "torch.bitwise_xor": np.bitwise_xor, "torch.bitwise_left_shift": "shift",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 
 
 @register("torch.cat", "torch.concat", "torch.concatenate", backend="cpu")

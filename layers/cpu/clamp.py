@@ -15,9 +15,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from kuiper.layers.cpu.activation import Activation
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.cpu.activation import Activation
 
 
 @register("torch.clamp", "torch.clip", backend="cpu")

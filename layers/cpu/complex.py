@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
 from kuiper.layers.common.complex_types import (
     COMPLEX_OF,
@@ -24,8 +26,6 @@ from kuiper.layers.common.complex_types import (
     require_complex,
     require_real_float,
 )
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("torch.complex", backend="cpu")

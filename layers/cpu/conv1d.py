@@ -6,8 +6,8 @@ column matrix of a (N, C, L) input is (N, G, C/G*k, L_out), built by the same st
 
 from __future__ import annotations
 
-from kuiper.layers.cpu.conv2d import ConvNd
 from kuiper.core.registry import register
+from kuiper.layers.cpu.conv2d import ConvNd
 
 
 @register("nn.Conv1d", "F.conv1d", backend="cpu")

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer, finish_output
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu_helpers import im2col, tap_gemm
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 PADDING_MODES = tuple(conv_geometry.PAD_MODES)
 

@@ -9,8 +9,8 @@ shifted-view shortcut of conv2d.py is written for planes.
 
 from __future__ import annotations
 
-from kuiper.layers.cpu.conv2d import ConvNd
 from kuiper.core.registry import register
+from kuiper.layers.cpu.conv2d import ConvNd
 
 
 @register("nn.Conv3d", "F.conv3d", backend="cpu")

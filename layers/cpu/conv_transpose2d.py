@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.base import finish_output
 from kuiper.layers.cpu.conv2d import ConvGeometry, ConvNd
 from kuiper.layers.cpu_helpers import im2col
-from kuiper.core.registry import register
 
 
 class ConvTransposeNd(ConvNd):

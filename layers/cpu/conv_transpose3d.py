@@ -7,8 +7,8 @@ GEMM then col2im, output_padding, groups and dilation are all shared; the weight
 
 from __future__ import annotations
 
-from kuiper.layers.cpu.conv_transpose2d import ConvTransposeNd
 from kuiper.core.registry import register
+from kuiper.layers.cpu.conv_transpose2d import ConvTransposeNd
 
 
 @register("nn.ConvTranspose3d", "F.conv_transpose3d", backend="cpu")

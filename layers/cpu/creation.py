@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.datamove import TORCH_DTYPES, DataMovementLayer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.datamove import TORCH_DTYPES, DataMovementLayer
 
 
 @register("Tensor.fill", "Tensor.fill_", backend="cpu")

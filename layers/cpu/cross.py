@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.datamove import normalize_dim
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.datamove import normalize_dim
 
 
 @register("torch.cross", "torch.linalg.cross", "Tensor.cross", backend="cpu")

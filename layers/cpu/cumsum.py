@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.reduce_axes import single_axis
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.reduce_axes import single_axis
 
 
 @register("torch.cumsum", "torch.cumprod", backend="cpu")

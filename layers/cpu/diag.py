@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.datamove import DataMovementLayer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import DataMovementLayer
 
 
 @register("torch.diag", "Tensor.diag", backend="cpu")

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.norm import tensor_inputs
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.norm import tensor_inputs
 
 
 @register("nn.Embedding", "F.embedding", backend="cpu")

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.common.datamove import (
     DataMovementLayer,
     ints_from_param_or_input,
     known_ints,
     normalize_dim,
 )
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("Tensor.expand", "Tensor.expand_as", backend="cpu")

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from kuiper.core.errors import ExpressionError
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer, finish_output
 from kuiper.parser.expression import BroadcastError, Symbolic, evaluate, parse, to_rpn
 from kuiper.parser.expression.dtypes import result_type, type_of
 from kuiper.parser.expression.functions import FUNCTIONS
 from kuiper.parser.expression.rpn import Op
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("pnnx.Expression", backend="cpu")

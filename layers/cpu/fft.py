@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.fft_plan import FFT_TYPES, FFTParams, numpy_fft
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.fft_plan import FFT_TYPES, FFTParams, numpy_fft
 
 
 @register(*FFT_TYPES, backend="cpu")

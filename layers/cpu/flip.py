@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim, normalize_dims
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim, normalize_dims
 
 
 @register("torch.flip", "Tensor.flip", backend="cpu")

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
 from kuiper.layers.common.conv_geometry import conv_output_size
 from kuiper.layers.cpu_helpers.im2col import col2im_add, im2col, pad_input
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 class SlidingBlocks(Layer):

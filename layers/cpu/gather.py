@@ -21,9 +21,9 @@ import re
 import numpy as np
 
 from kuiper.core.ir import RuntimeOperator
-from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 
 
 def _check_index_dtype(layer, spec: TensorSpec, what: str) -> None:

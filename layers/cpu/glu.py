@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
 from kuiper.layers.common.datamove import normalize_dim
 from kuiper.layers.cpu.activation import sigmoid
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("nn.GLU", "F.glu", backend="cpu")

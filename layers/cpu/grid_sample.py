@@ -26,9 +26,9 @@ import itertools
 
 import numpy as np
 
-from kuiper.layers.base import Layer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 MODES = ("bilinear", "nearest", "bicubic")
 PADDING_MODES = ("zeros", "border", "reflection")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.norm import RowLayout, RowNorm
 from kuiper.core.registry import register
+from kuiper.layers.common.norm import RowLayout, RowNorm
 
 
 @register("nn.GroupNorm", "F.group_norm", backend="cpu")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.norm import RowLayout, RowNorm, channel_affine, fold_stats
 from kuiper.core.registry import register
+from kuiper.layers.common.norm import RowLayout, RowNorm, channel_affine, fold_stats
 
 SPATIAL_DIMS = {"nn.InstanceNorm1d": 1, "nn.InstanceNorm2d": 2, "nn.InstanceNorm3d": 3}
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.norm import RowLayout, RowNorm
 from kuiper.core.registry import register
+from kuiper.layers.common.norm import RowLayout, RowNorm
 
 
 @register("nn.LayerNorm", "F.layer_norm", backend="cpu")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer, finish_output
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer, finish_output
 
 
 @register("nn.Linear", "F.linear", backend="cpu")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 
 @register("nn.LocalResponseNorm", "F.local_response_norm", backend="cpu")

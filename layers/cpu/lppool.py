@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.base import Layer
 from kuiper.layers.common.pooling import (
     Window,
@@ -31,7 +32,6 @@ from kuiper.layers.common.pooling import (
     spatial_rank,
 )
 from kuiper.layers.cpu_helpers.pool_windows import window_taps
-from kuiper.core.registry import register
 
 
 def taps_inside(window: Window, n: int, out: int) -> np.ndarray:

@@ -11,10 +11,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from kuiper.layers.base import Layer, finish_output
-from kuiper.layers.common.matmul_shapes import MatmulShapes, matmul_shapes
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer, finish_output
+from kuiper.layers.common.matmul_shapes import MatmulShapes, matmul_shapes
 
 
 @register("torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", backend="cpu")

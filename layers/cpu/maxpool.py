@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
 from kuiper.layers.common.pooling import (
     check_pool_input,
@@ -23,8 +25,6 @@ from kuiper.layers.common.pooling import (
     spatial_rank,
 )
 from kuiper.layers.cpu_helpers.pool_windows import window_taps
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("nn.MaxPool2d", "F.max_pool2d", "nn.MaxPool1d", "F.max_pool1d", "nn.MaxPool3d",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
 from kuiper.layers.common.reduce_axes import single_axis
 from kuiper.layers.cpu.reduce import norm
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 @register("F.normalize", backend="cpu")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.cpu.reduce import norm
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.cpu.reduce import norm
 
 
 @register("F.pairwise_distance", backend="cpu")

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 
 class ShuffleLayer(Layer):

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.reduce_axes import kept_outputs, normalize_axes, reduced_shape
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.reduce_axes import kept_outputs, normalize_axes, reduced_shape
 
 # Reductions that only make sense on floating-point data (torch refuses integers for them).
 FLOAT_ONLY = {"mean", "logsumexp", "var", "std", "norm"}

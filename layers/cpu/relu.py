@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.base import ElementwiseLayer
 from kuiper.layers.common.input_dtypes import FLOATS, INTEGERS, expect_dtype
-from kuiper.core.registry import register
 
 
 @register("nn.ReLU", "F.relu", backend="cpu")

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.common.datamove import (
     DataMovementLayer,
     ints_from_param_or_input,
     normalize_dim,
     normalize_dims,
 )
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 class ViewLayer(DataMovementLayer):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kuiper.layers.cpu.reshape import ViewLayer
 from kuiper.core.registry import register
+from kuiper.layers.cpu.reshape import ViewLayer
 
 
 @register("Tensor.reshape_as", "Tensor.view_as", backend="cpu")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.norm import tensor_inputs
 from kuiper.layers.cpu.layernorm import LayerNorm
-from kuiper.core.registry import register
 
 
 @register("nn.RMSNorm", "F.rms_norm", backend="cpu")

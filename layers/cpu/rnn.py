@@ -21,10 +21,10 @@ import itertools
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.cpu.activation import sigmoid  # the overflow-free form the activations use
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.cpu.activation import sigmoid  # the overflow-free form the activations use
 
 GATES = {"nn.LSTM": 4, "nn.GRU": 3, "nn.RNN": 1}
 

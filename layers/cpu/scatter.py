@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.datamove import INT_MAX, DataMovementLayer, normalize_dim
-from kuiper.layers.cpu.slice import Slice
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import INT_MAX, DataMovementLayer, normalize_dim
+from kuiper.layers.cpu.slice import Slice
 
 
 def optional_int(op, key: str, default: int) -> int:

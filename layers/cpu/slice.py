@@ -17,9 +17,9 @@ indexes the *input's* dims, even after a select earlier in the list has dropped 
 
 from __future__ import annotations
 
-from kuiper.layers.common.datamove import INT_MAX, DataMovementLayer, normalize_dim
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import INT_MAX, DataMovementLayer, normalize_dim
 
 
 class IndexLayer(DataMovementLayer):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import ElementwiseLayer
 from kuiper.core.registry import register
+from kuiper.layers.base import ElementwiseLayer
 
 LANCZOS_G = 7.0
 LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,

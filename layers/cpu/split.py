@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import itertools
 
-from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import DataMovementLayer, normalize_dim
 
 
 class SplitLayer(DataMovementLayer):

@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.stft_plan import STFTParams
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.stft_plan import STFTParams
 
 
 class ShortTimeFourier(Layer):

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from kuiper.layers.cpu.expand import Repeat
 from kuiper.core.registry import register
+from kuiper.layers.cpu.expand import Repeat
 
 
 @register("torch.tile", "Tensor.tile", backend="cpu")

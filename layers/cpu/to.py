@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.common.datamove import TORCH_DTYPES, DataMovementLayer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.common.datamove import TORCH_DTYPES, DataMovementLayer
 
 
 @register("Tensor.to", "Tensor.type", "Tensor.type_as", "Tensor.contiguous", "torch.clone",

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.layers.common.reduce_axes import kept_outputs, single_axis
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.layers.common.reduce_axes import kept_outputs, single_axis
 
 
 def stable_order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:

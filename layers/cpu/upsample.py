@@ -28,9 +28,9 @@ import math
 
 import numpy as np
 
-from kuiper.layers.base import Layer
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
 
 # mode -> number of spatial dims it works on (None: any of 1, 2, 3)
 MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2,

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from kuiper.layers.base import Layer
-from kuiper.parser.values import as_float
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.base import Layer
+from kuiper.parser.values import as_float
 
 COMPARE = {"torch.gt": np.greater, "torch.lt": np.less, "torch.ge": np.greater_equal,
            "torch.le": np.less_equal, "torch.eq": np.equal, "torch.ne": np.not_equal}

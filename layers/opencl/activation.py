@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import activation as cpu
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.core.registry import register
 
 # ELU-family constants are spelled out as float literals: double literals would need fp64.
 EXPRESSIONS: dict[type, str] = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.pooling import check_pool_input
 from kuiper.layers.cpu import adaptive_pool
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import attention
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_gemm.launch import (
     Strided,
     explicit,
@@ -23,8 +23,8 @@ from kuiper.layers.opencl_gemm.launch import (
     strided_index,
     transposed,
 )
+from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.reduction import work_group_size
-from kuiper.core.registry import register
 
 ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.pooling import check_pool_input, pooled_sizes
 from kuiper.layers.cpu import avgpool
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.pooling_args import window_params
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

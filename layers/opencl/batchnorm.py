@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import batchnorm
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.norm_launches import bind_channel_affine
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

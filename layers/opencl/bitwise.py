@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import bitwise
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.broadcast import broadcast_meta
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.core.registry import register
 
 OPS = {"torch.bitwise_and": "AND", "torch.bitwise_or": "OR", "torch.bitwise_xor": "XOR",
        "torch.bitwise_not": "NOT", "torch.bitwise_left_shift": "SHL",

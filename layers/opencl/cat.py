@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import cat
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.blocks import blocks_launches
-from kuiper.core.registry import register
 
 
 class DeviceCat(OpenCLLayer):

@@ -5,9 +5,9 @@ keep_nan (clkernels/activation.cl): fmin/fmax would replace a NaN by the bound, 
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import clamp
 from kuiper.layers.opencl.activation import OpenCLActivation
-from kuiper.core.registry import register
 
 CLAMP = "keep_nan(x,fmin(fmax(x,p0),p1))"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.complex_types import is_complex
 from kuiper.layers.cpu import complex as cpu_complex
 from kuiper.layers.opencl_base import FRESH, Launch, OpenCLLayer, round_up, view_of
 from kuiper.layers.opencl_helpers.buffers import broadcast_strides, keep_alive
-from kuiper.core.registry import register
 
 FLOAT32 = np.dtype(np.float32)
 

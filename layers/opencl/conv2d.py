@@ -5,7 +5,8 @@ algorithms bind to in `ConvOperands` (device buffers, the host weight for bind-t
 the padding tables, the fused epilogue, the workspaces), asks the selector
 (layers/opencl_conv/selector.py: forced, tuned by `kuiper tune`, or the cost model's choice) and
 lets the chosen algorithm create and bind its kernels. The choice is made first, when the
-executor asks what scratch the layer needs (`workspace_shapes`), and kept for the bind. The decision stays on the layer for `kuiper info`:
+executor asks what scratch the layer needs (`workspace_shapes`), and kept for the bind. The decision
+stays on the layer for `kuiper info`:
 `algorithm`, `algorithm_params`, `algorithm_reason`.
 
 The built-in algorithms (im2col + GEMM, GEMM alone for 1x1, direct depthwise) are in
@@ -19,13 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common import conv_geometry
 from kuiper.layers.cpu import conv2d
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_conv import selector
 from kuiper.layers.opencl_conv.algorithms import ConvOperands, ConvProblem
 from kuiper.layers.opencl_gemm.launch import WeightBuffers
-from kuiper.core.registry import register
 
 
 def lift3(values, fill=1) -> tuple:

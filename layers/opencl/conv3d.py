@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import conv3d
 from kuiper.layers.opencl.conv2d import ConvBind
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

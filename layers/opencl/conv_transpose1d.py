@@ -3,9 +3,9 @@ for volumes; a 1-D input is one with unit depth and height)."""
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import conv_transpose1d
 from kuiper.layers.opencl.conv_transpose2d import ConvTransposeBind
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import conv_transpose2d
 from kuiper.layers.opencl.conv2d import lift3
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_conv.selector import select_gemm
 from kuiper.layers.opencl_gemm.launch import BIAS_NONE, WeightBuffers, weight_gemm_launch
-from kuiper.core.registry import register
 
 
 class ConvTransposeBind(WeightBuffers, OpenCLLayer):

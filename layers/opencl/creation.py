@@ -3,19 +3,19 @@
 fill reads its value from a one-element buffer (the model's own tensor, or the parameter
 uploaded once). A folded arange (known start, end, step) never runs; one with run-time
 arguments has a data-dependent length, so it reads its 1 to 3 numbers back from the device,
-allocates its output and launches then (kuiper/opencl/execution/dynamic.py): a host wait, the price of a
-size that only the data knows.
+allocates its output and launches then (kuiper/opencl/execution/dynamic.py): a host wait, the price
+of a size that only the data knows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import creation
 from kuiper.layers.opencl_base import HOST_ONLY, Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

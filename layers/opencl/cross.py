@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import cross
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.broadcast import broadcast_meta
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

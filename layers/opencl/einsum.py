@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import einsum
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.core.registry import register
 
 MAX_OPERANDS = 4
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import expand
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, index_select
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

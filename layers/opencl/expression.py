@@ -16,11 +16,11 @@ fallback, since a list is not a tensor a kernel could write.
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import expression
 from kuiper.layers.opencl_base import FRESH, HOST_ONLY, HostFallback, Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.expression_codegen import KERNEL_NAME, CodegenError, generate
 from kuiper.parser.expression import Symbolic
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

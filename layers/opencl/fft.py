@@ -20,12 +20,12 @@ import math
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import fft as cpu_fft
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.stockham import WorkBuffers, transform_dim
-from kuiper.core.registry import register
 
 DEVICE_DTYPES = (np.dtype(np.float32), np.dtype(np.complex64))
 

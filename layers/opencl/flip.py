@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import flip
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import move_type
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import fold
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.core.registry import register
 
 
 class OpenCLSlidingBlocks(OpenCLLayer):

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import gather
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import broadcast_strides
 from kuiper.layers.opencl_helpers.cl_types import arith_type, move_type
 from kuiper.layers.opencl_helpers.strided import View, index_select, strided_copy
-from kuiper.core.registry import register
 
 MAX_INDEX_TENSORS = 4  # pointers of the advanced_index kernel; more run on the host
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import groupnorm
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.norm_launches import RowNormOpenCL
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

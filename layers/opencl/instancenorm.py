@@ -3,10 +3,10 @@ it is a folded per-channel scale and shift (batchnorm.cl's channel_affine)."""
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import instancenorm
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_helpers.norm_launches import RowNormOpenCL, bind_channel_affine
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

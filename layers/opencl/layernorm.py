@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import layernorm
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.norm_launches import RowNormOpenCL
 from kuiper.opencl.device.runtime import is_cpu
-from kuiper.core.registry import register
 
 ROWS_LOCAL = 16   # layernorm_rows: rows per work-group (PoCL's task size)
 # None: one work-item per row on CPU devices, a work-group per row elsewhere; True or False

@@ -18,13 +18,13 @@ stored. The launch is bound by `weight_gemm_launch`
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import linear
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_conv.selector import select_gemm
 from kuiper.layers.opencl_gemm.launch import BIAS_PER_COLUMN, WeightBuffers, weight_gemm_launch
 from kuiper.layers.opencl_gemm.parameter_sets import GEMV_MAX_ROWS
 from kuiper.opencl.device.runtime import is_cpu
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.norm import channel_layout
 from kuiper.layers.cpu import local_response_norm
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.pooling import check_pool_input
 from kuiper.layers.cpu import lppool
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.pooling_args import window_params
-from kuiper.core.registry import register
 
 
 def power_kind(p: float) -> str:

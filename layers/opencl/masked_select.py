@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import masked_select
 from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.broadcast import broadcast_meta
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import move_type
-from kuiper.core.registry import register
 
 LOCAL = 128  # work-items of the one work-group; every OpenCL device allows at least this
 

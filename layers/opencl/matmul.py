@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import matmul
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_gemm.launch import strided, strided_gemm_launch
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

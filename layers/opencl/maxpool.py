@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.pooling import check_pool_input, pooled_sizes
 from kuiper.layers.cpu import maxpool
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.pooling_args import window_params
 from kuiper.opencl.device.runtime import is_cpu
-from kuiper.core.registry import register
 
 RUNS_WIDTH = 8  # outputs per work-item of maxpool_runs
 # The most inputs a run's windows may span (maxpool_runs keeps them in a private row, with

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import pairwise_distance
 from kuiper.layers.opencl.reduce import P_KINDS
 from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.buffers import broadcast_strides, keep_alive
 from kuiper.layers.opencl_helpers.reduction import work_group_size
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

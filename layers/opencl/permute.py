@@ -6,9 +6,9 @@ The CPU layer computed `perm`; permuting a view permutes its shape and strides t
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import permute
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.core.registry import register
 
 
 class DevicePermute(StridedCopyLayer):

@@ -7,9 +7,9 @@ gathers it. The output buffer is contiguous, so its final reshape is free.
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import pixel_shuffle
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View, strided_copy
-from kuiper.core.registry import register
 
 
 class OpenCLShuffle(StridedCopyLayer):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import reduce
 from kuiper.layers.opencl_base import Launch, OpenCLLayer
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import cl_type
 from kuiper.layers.opencl_helpers.reduction import reduction_tables, work_group_size
-from kuiper.core.registry import register
 
 MODES = {"sum": "MODE_SUM", "mean": "MODE_MEAN", "prod": "MODE_PROD", "amax": "MODE_MAX",
          "max": "MODE_MAX", "argmax": "MODE_MAX", "amin": "MODE_MIN", "min": "MODE_MIN",

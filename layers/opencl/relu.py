@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import relu
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

@@ -7,9 +7,9 @@ returns that view and `bind` has nothing to launch.
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import reshape
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.core.registry import register
 
 
 class DeviceView(OpenCLLayer):

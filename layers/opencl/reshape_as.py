@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import reshape_as
 from kuiper.layers.opencl.reshape import DeviceView
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

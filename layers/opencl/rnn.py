@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import rnn
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_gemm.launch import explicit, strided_gemm_launch
-from kuiper.core.registry import register
+from kuiper.layers.opencl_helpers.buffers import keep_alive
 
 CELLS = {"lstm": "CELL_LSTM", "gru": "CELL_GRU"}
 

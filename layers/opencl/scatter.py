@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.common.datamove import contiguous_strides
 from kuiper.layers.cpu import scatter
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
@@ -14,8 +16,6 @@ from kuiper.layers.opencl_helpers.broadcast import broadcast_meta
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.cl_types import arith_type, cl_type, move_type
 from kuiper.layers.opencl_helpers.strided import View, strided_copy
-from kuiper.core.registry import register
-from kuiper.core.tensor_spec import TensorSpec
 
 
 class CopyThenUpdate(OpenCLLayer):

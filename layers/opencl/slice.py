@@ -3,9 +3,9 @@ strided copy."""
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import slice as cpu_slice
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.core.registry import register
 
 
 class DeviceIndex(StridedCopyLayer):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import softmax
 from kuiper.layers.opencl_base import Launch, OpenCLLayer
-from kuiper.core.registry import register
 
 MAX_GROUP = 256
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import split
 from kuiper.layers.opencl_helpers.blocks import blocks_launches
 from kuiper.layers.opencl_helpers.strided import StridedCopyLayer, View
-from kuiper.core.registry import register
 
 
 class DeviceSplit(StridedCopyLayer):

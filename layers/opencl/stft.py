@@ -6,10 +6,11 @@ spectrogram / inverse_spectrogram are the same with a scale and a power in the l
     istft   istft_frames (transpose, Hermitian half -> full) -> inverse fft_pass ->
             istft_overlap_add (window, overlap-add, divide by the envelope)
 
-The kernels are in clkernels/stft.cl, the FFT passes are fft.cl's (layers/opencl_helpers/stockham.py).
-The window is a build-time constant (pnnx stores it as a pnnx.Attribute): it is padded to n_fft
-and uploaded once, and the ISTFT's envelope is computed from it on the host. A window only known
-at run time, or float64 data, runs the CPU layer (listed in graph.fallbacks).
+The kernels are in clkernels/stft.cl, the FFT passes are fft.cl's
+(layers/opencl_helpers/stockham.py). The window is a build-time constant (pnnx stores it as a
+pnnx.Attribute): it is padded to n_fft and uploaded once, and the ISTFT's envelope is computed from
+it on the host. A window only known at run time, or float64 data, runs the CPU layer (listed in
+graph.fallbacks).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import math
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.common.stft_plan import PAD_MODE_CODES
 from kuiper.layers.cpu import stft as cpu_stft
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.stockham import WorkBuffers, transform_dim
-from kuiper.core.registry import register
 
 FLOAT32, COMPLEX64 = np.dtype(np.float32), np.dtype(np.complex64)
 

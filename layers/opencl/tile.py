@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import tile
 from kuiper.layers.opencl.expand import Repeat
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

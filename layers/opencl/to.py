@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import to
 from kuiper.layers.opencl_base import FRESH, Launch, OpenCLLayer, round_up, view_of
 from kuiper.layers.opencl_helpers.cl_types import arith_type
-from kuiper.core.registry import register
 
 
 @register(backend="opencl")

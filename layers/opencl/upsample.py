@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import upsample
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.layers.opencl_helpers.strided import copies_by_rows, rows_launch
-from kuiper.core.registry import register
 
 
 class OpenCLUpsample(OpenCLLayer):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kuiper.core.registry import register
 from kuiper.layers.cpu import where_compare
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_helpers.buffers import broadcast_strides, keep_alive
 from kuiper.layers.opencl_helpers.cl_types import cl_type
-from kuiper.core.registry import register
 
 CMP = {"torch.gt": "CMP_GT", "torch.lt": "CMP_LT", "torch.ge": "CMP_GE", "torch.le": "CMP_LE",
        "torch.eq": "CMP_EQ", "torch.ne": "CMP_NE"}

@@ -16,15 +16,15 @@ import numpy as np
 
 from kuiper.core.errors import ShapeError
 from kuiper.layers.common import conv_geometry
-from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_conv.algorithms import (
     ConvAlgorithm,
     ConvOperands,
     ConvProblem,
     register_algorithm,
 )
-from kuiper.opencl.device.roofline import device_rates, roofline
 from kuiper.layers.opencl_conv.launch import buffer_of, grouped_launch
+from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.opencl.device.roofline import device_rates, roofline
 
 KERNEL_FILE = "conv_depthwise"
 BW_CHOICES = (1, 2, 4, 8)    # output columns per work-item

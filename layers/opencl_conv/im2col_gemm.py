@@ -28,10 +28,10 @@ from kuiper.layers.opencl_conv.algorithms import (
     ConvProblem,
     register_algorithm,
 )
-from kuiper.opencl.device.roofline import device_rates, roofline
 from kuiper.layers.opencl_gemm.cost import gemm_seconds, ranked_gemm_params
 from kuiper.layers.opencl_gemm.launch import BIAS_PER_ROW, weight_gemm_launch
 from kuiper.layers.opencl_gemm.parameter_sets import program_options
+from kuiper.opencl.device.roofline import device_rates, roofline
 
 
 def gemm_shape(problem: ConvProblem) -> tuple[int, int, int, int]:

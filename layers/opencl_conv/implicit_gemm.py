@@ -23,13 +23,13 @@ import numpy as np
 
 from kuiper.core.errors import OperatorError
 from kuiper.layers.opencl_base import Launch, round_up
-from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_conv.algorithms import (
     ConvAlgorithm,
     ConvOperands,
     ConvProblem,
     register_algorithm,
 )
+from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.opencl.device.roofline import device_rates, roofline
 from kuiper.opencl.device.vector_width import wide_vectors
 

@@ -5,47 +5,40 @@ clDNN's idea, in three rules, checked in this order for every layer at bind time
 1. "forced": a test (or `kuiper tune`, timing candidates) asked for an algorithm by name,
    `algorithms.forced(name)`, or for an exact (algorithm, params) pair, `pinned(...)`.
    A forced algorithm that cannot run the problem falls through to the rules below.
-2. "tuned": the tuning cache (kuiper/opencl/device/tuning_cache.py) holds a winner that `kuiper tune`
-   measured on this device and driver for this exact shape.
+2. "tuned": the tuning cache (kuiper/opencl/device/tuning_cache.py) holds a winner that
+   `kuiper tune` measured on this device and driver for this exact shape.
 3. "cost model": the cheapest of the algorithms that can run the problem by their own
    estimate (`ConvAlgorithm.cost`: a roofline with a per-algorithm efficiency), with that
    algorithm's favourite parameter set (the first of `parameter_sets`).
 
-The algorithms live in their own modules and register themselves (algorithms.py); this
-module imports those that exist, so the selector works with whatever is installed.
+The algorithms live in their own modules and register themselves when imported
+(algorithms.py's `@register_algorithm`); the imports below are what fills ALGORITHMS.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 from collections.abc import Iterator
 from typing import Any
 
 from kuiper.layers.opencl_conv import algorithms
+
+# isort: off
+# Importing each module registers its algorithms, in this order: on equal costs the first wins.
+# im2col_gemm.py: im2col_gemm, gemm_1x1, depthwise_direct; winograd.py: the F(4x4) and F(2x2)
+from kuiper.layers.opencl_conv import im2col_gemm  # noqa: F401,E402
+from kuiper.layers.opencl_conv import winograd  # noqa: F401,E402
+from kuiper.layers.opencl_conv import depthwise  # noqa: F401,E402
+from kuiper.layers.opencl_conv import implicit_gemm  # noqa: F401,E402
+from kuiper.layers.opencl_conv import split_k  # noqa: F401,E402
+from kuiper.layers.opencl_conv import direct  # noqa: F401,E402
+# isort: on
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvAlgorithm, ConvProblem
 from kuiper.opencl.device import tuning_cache
 
 logger = logging.getLogger(__name__)
-
-# The modules that register algorithms: the built-in ones, then those of other work that may
-# not be there yet (an ImportError only means "not available").
-ALGORITHM_MODULES = (
-    "kuiper.layers.opencl_conv.im2col_gemm",   # im2col_gemm, gemm_1x1, depthwise_direct
-    "kuiper.layers.opencl_conv.winograd",      # winograd_f4x4, winograd_f2x2
-    "kuiper.layers.opencl_conv.depthwise",     # depthwise
-    "kuiper.layers.opencl_conv.implicit_gemm",  # implicit_gemm
-    "kuiper.layers.opencl_conv.split_k",       # split_k
-    "kuiper.layers.opencl_conv.direct",        # direct
-)
-for _module in ALGORITHM_MODULES:
-    try:
-        importlib.import_module(_module)
-    except ImportError as _error:  # only a module that is not there: others' bugs must show
-        if _error.name != _module:
-            raise
 
 FORCED, TUNED, COST_MODEL = "forced", "tuned", "cost model"
 

@@ -53,18 +53,18 @@ import numpy as np
 
 from kuiper.core.errors import ShapeError
 from kuiper.layers.opencl_base import Launch, round_up
-from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_conv.algorithms import (
     ConvAlgorithm,
     ConvOperands,
     ConvProblem,
     register_algorithm,
 )
-from kuiper.opencl.device.roofline import device_rates, roofline
 from kuiper.layers.opencl_conv.launch import buffer_of, grouped_launch, prefetch_options
 from kuiper.layers.opencl_gemm.cost import gemm_seconds
 from kuiper.layers.opencl_gemm.launch import weight_gemm_launch
 from kuiper.layers.opencl_gemm.parameter_sets import GPU_PARAMETER_SETS, fits
+from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.opencl.device.roofline import device_rates, roofline
 from kuiper.opencl.device.vector_width import wide_vectors
 
 KERNEL_FILE = "conv_winograd"

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kuiper.opencl.device.roofline import device_rates, roofline
 from kuiper.layers.opencl_gemm.parameter_sets import (
     gemm_parameter_sets,
     gemv_parameter_sets,
     work_group_size,
 )
+from kuiper.opencl.device.roofline import device_rates, roofline
 
 # Fraction of peak at full occupancy, by (kernel, block rows x block cols), from the sweeps.
 GPU_EFFICIENCY = {128: 0.50, 64: 0.46, 32: 0.40, 16: 0.36}   # by WPT_M * WPT_N

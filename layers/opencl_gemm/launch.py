@@ -32,7 +32,6 @@ import numpy as np
 
 from kuiper.core.errors import KuiperError
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_gemm.cost import best_gemm_params
 from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as before)
     CPU_GEMV_SETS,
@@ -45,6 +44,7 @@ from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as
     gemm_parameter_sets,
     program_options,
 )
+from kuiper.layers.opencl_helpers.buffers import keep_alive
 
 # --- weight_gemm_launch: clkernels/gemm.h ------------------------------------------------------
 # The parameter sets (tile sizes as -D options) are in gemm_params.py; the cost model picks one.

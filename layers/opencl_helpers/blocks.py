@@ -33,7 +33,8 @@ def blocks_launches(layer, kernel_name: str, whole, parts, lengths, row: int, ro
     per_unit = next((w for w in VECTOR_WIDTHS if w * itemsize <= UNIT_BYTES
                      and all(n % w == 0 for n in [row, *lengths])), 1)
     # T: a vector of the unsigned integer that moves one element bit for bit (uint8: eight
-    # float32), which the executor's element-type check accepts (kuiper/opencl/device/element_types.py)
+    # float32), which the executor's element-type check accepts
+    # (kuiper/opencl/device/element_types.py)
     unit_type = move_type(dtype) + (str(per_unit) if per_unit > 1 else "")
     row, lengths = row // per_unit, [n // per_unit for n in lengths]   # in units from here on
     pieces = [(p, n) for p, n in zip(parts, lengths) if n]

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.clkernels import KERNEL_DIR
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.opencl_helpers.cl_types import arith_type
 from kuiper.parser.expression.ast import Input, Literal
 from kuiper.parser.expression.dtypes import (
@@ -44,7 +45,6 @@ from kuiper.parser.expression.dtypes import (
 from kuiper.parser.expression.evaluate import PYTHON_NUMBERS, Symbolic, apply
 from kuiper.parser.expression.functions import FUNCTIONS, LIST
 from kuiper.parser.expression.rpn import Instruction, Op
-from kuiper.core.tensor_spec import TensorSpec
 
 KERNEL_NAME = "expression"
 

@@ -16,8 +16,8 @@ import pytest
 
 from kuiper.core.errors import KuiperError
 from kuiper.course import roofline
-from kuiper.demo import DIGITS_PARAM
 from kuiper.course.roofline import Point, roofline_svg
+from kuiper.demo import DIGITS_PARAM
 
 ROOT = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"

@@ -113,8 +113,8 @@ def test_adaptive_pool_bad_output_size(backend, rng, size, message):
 @pytest.mark.slow
 def test_adaptive_pool3d_from_a_pnnx_export(backend, export_model):
     """A real export: nn.AdaptiveAvgPool3d with a None size (pnnx writes 0) and
-    nn.AdaptiveMaxPool3d with indices (a tuple and a prim::TupleUnpack, kuiper/graph/tuple_unpack.py),
-    F.adaptive_max_pool3d with two outputs."""
+    nn.AdaptiveMaxPool3d with indices (a tuple and a prim::TupleUnpack,
+    kuiper/graph/tuple_unpack.py), F.adaptive_max_pool3d with two outputs."""
 
     class Net(torch.nn.Module):
         def __init__(self):

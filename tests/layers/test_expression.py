@@ -8,11 +8,11 @@ import torch
 import kuiper
 from kuiper.core.errors import ExpressionError, OperatorError, ShapeError
 from kuiper.core.ir import RuntimeOperand, RuntimeOperator
+from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.cpu.expression import Expression
 from kuiper.layers.opencl_helpers.expression_codegen import BOOL_C, FLOAT_C, INT_C, generate
 from kuiper.parser.expression import FUNCTIONS
 from kuiper.parser.expression.evaluate import NUMPY
-from kuiper.core.tensor_spec import TensorSpec
 from kuiper.testing import assert_close, run_operator, write_operator_model
 
 UNARY = [n for n, f in FUNCTIONS.items() if f.kind in ("float_unary", "keep_unary")]

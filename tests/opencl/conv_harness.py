@@ -15,11 +15,11 @@ import torch.nn.functional as F
 from kuiper.core import registry
 from kuiper.core.ir import RuntimeOperator
 from kuiper.layers.common import conv_geometry
-from kuiper.passes.epilogue import Epilogue
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvOperands, ConvProblem
 from kuiper.opencl.device.runtime import OpenCLRuntime
 from kuiper.opencl.device.vector_width import wide_vectors
+from kuiper.passes.epilogue import Epilogue
 
 
 def wide(algorithm: str, params: dict | None) -> bool:

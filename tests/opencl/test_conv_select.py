@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.passes.epilogue import Epilogue
 from kuiper.layers.opencl_conv import selector as conv_select
-from kuiper.layers.opencl_gemm import parameter_sets as gemm_params
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, forced
+from kuiper.layers.opencl_gemm import parameter_sets as gemm_params
 from kuiper.opencl.device import tuning_cache as tuning
+from kuiper.passes.epilogue import Epilogue
 from kuiper.testing import assert_close, write_operator_model
 from tests.conftest import opencl_available
 from tests.opencl.conv_harness import activation_operator, skip_where_too_wide

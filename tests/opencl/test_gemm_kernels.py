@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kuiper.passes.epilogue import Epilogue
 from kuiper.layers.opencl_gemm import launch as gemm
+from kuiper.passes.epilogue import Epilogue
 from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_harness import activation_operator

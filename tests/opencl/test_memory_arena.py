@@ -1,5 +1,6 @@
-"""The memory plan on an OpenCL device (kuiper/opencl/execution/device_memory.py): operands in one arena (or
-pooled buffers), workspaces in one shared scratch buffer, and the same bits as a buffer each.
+"""The memory plan on an OpenCL device (kuiper/opencl/execution/device_memory.py): operands in one
+arena (or pooled buffers), workspaces in one shared scratch buffer, and the same bits as a buffer
+each.
 
 The planned runs are compared with the naive ones *bit for bit*: the kernels are the same, only
 the memory they read and write moved. The runtime's byte counter measures what was saved.
@@ -62,10 +63,10 @@ def load(path, memory, **options):
 
 def test_pooled_buffers_need_no_sub_buffers_and_are_the_gpu_default(mixed):
     """greedy_in_order hands each tensor a block from its beginning: no sub-buffers, which
-    slow every launch on NVIDIA's driver (kuiper/opencl/execution/device_memory.py: default_strategy). It is
-    the default on devices that are not CPUs; CPUs get the arena."""
-    from kuiper.opencl.execution.device_memory import default_strategy
+    slow every launch on NVIDIA's driver (kuiper/opencl/execution/device_memory.py:
+    default_strategy). It is the default on devices that are not CPUs; CPUs get the arena."""
     from kuiper.memory.plan_memory import strategy_of
+    from kuiper.opencl.execution.device_memory import default_strategy
     from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
 
     assert default_strategy(fake_h100()) == "greedy_in_order"

@@ -1,4 +1,5 @@
-"""16-wide vectors only where the device's compiler builds them (kuiper/opencl/device/vector_width.py).
+"""16-wide vectors only where the device's compiler builds them
+(kuiper/opencl/device/vector_width.py).
 
 PoCL 3.0 on an AMD Zen 4 CPU aborts the process on float16/int16 code; Kuiper asks once, in a
 child process, and then keeps the CPU kernels to 8-wide vectors there. These tests check the
@@ -14,8 +15,8 @@ import pytest
 
 from kuiper.layers.opencl_conv import implicit_gemm as conv_implicit_gemm
 from kuiper.layers.opencl_conv import selector as conv_select
-from kuiper.layers.opencl_gemm import parameter_sets as gemm_params
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS
+from kuiper.layers.opencl_gemm import parameter_sets as gemm_params
 from kuiper.opencl.device import vector_width
 from kuiper.opencl.device.runtime import OpenCLRuntime
 from tests.conftest import opencl_available

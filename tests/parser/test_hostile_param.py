@@ -17,11 +17,11 @@ import time
 import pytest
 
 import kuiper
+from kuiper.cli import main as cli
 from kuiper.core.errors import GraphError, KuiperError, ModelFormatError, OperatorError
 from kuiper.graph.runtime_graph import RuntimeGraph
 from kuiper.parser.files import MAX_PARAM_BYTES, MAX_PARAM_MB
 from kuiper.parser.param import read_param
-from kuiper.cli import main as cli
 
 MAGIC = "7767517"
 INPUT = "pnnx.Input in 0 1 x #x=(2,3)f32"

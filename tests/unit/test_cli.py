@@ -218,8 +218,8 @@ def test_devices_marks_the_default():
 
 def test_devices_without_any_opencl_platform(monkeypatch, capsys):
     # In process: hiding the platforms from the real OpenCL loader is not portable.
-    from kuiper.opencl.device import runtime
     from kuiper.cli import main as cli
+    from kuiper.opencl.device import runtime
 
     monkeypatch.setattr(runtime, "list_devices", list)
     assert cli.main(["devices"]) == 1

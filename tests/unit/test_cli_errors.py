@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "kuiper" / "tools" / "demo"
+DEMO = ROOT / "kuiper" / "demo"
 FAST_BENCH = ("--backends", "cpu", "--repeat", "1", "--warmup", "0", "--top", "0")
 ON_POSIX = os.name == "posix"
 

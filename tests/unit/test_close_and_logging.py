@@ -23,7 +23,7 @@ from kuiper.layers.cpu.relu import ReLU as CpuReLU
 from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 
-DIGITS = Path(kuiper.__file__).parent / "tools" / "demo" / "digits.pnnx.param"
+DIGITS = Path(kuiper.__file__).parent / "demo" / "digits.pnnx.param"
 RELUS = ["features.1 (nn.ReLU)", "features.3 (nn.ReLU)", "classifier.2 (nn.ReLU)"]
 
 

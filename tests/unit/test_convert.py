@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.graph import convert
 from kuiper.cli.main import main
+from kuiper.graph import convert
 from kuiper.testing import assert_close
 
 # A stand-in for pnnx: writes <stem>.pnnx.param (a ReLU at the given inputshape, 1x3x4x4 by

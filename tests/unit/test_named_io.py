@@ -20,7 +20,7 @@ import kuiper
 from kuiper import InputError, KuiperError
 from kuiper.testing import assert_close
 
-DIGITS = Path(kuiper.__file__).parent / "tools" / "demo" / "digits.pnnx.param"
+DIGITS = Path(kuiper.__file__).parent / "demo" / "digits.pnnx.param"
 ALL_OPERANDS = [str(i) for i in range(10)]  # "0" (the input) to "9" (the output)
 
 

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import kuiper
+from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
 from kuiper.opencl.device import runtime
 from kuiper.opencl.device.runtime import INSTALL_HINT, install_hint
-from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
 from tests.unit.test_cli import assert_user_error
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper.graph.pipeline import PASS_NAMES
 from kuiper.cli.main import main
+from kuiper.graph.pipeline import PASS_NAMES
 from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.unit.test_graph import write_model

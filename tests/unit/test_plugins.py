@@ -22,8 +22,7 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.core import plugins
-from kuiper.core import registry
+from kuiper.core import plugins, registry
 from tests.conftest import opencl_available
 
 MODEL = """7767517

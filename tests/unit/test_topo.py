@@ -15,10 +15,10 @@ import pytest
 import torch
 from torch import nn
 
-from kuiper.graph import topo
 from kuiper.core.errors import GraphError
-from kuiper.graph.runtime_graph import RuntimeGraph
 from kuiper.core.ir import RuntimeOperand, RuntimeOperator
+from kuiper.graph import topo
+from kuiper.graph.runtime_graph import RuntimeGraph
 
 ORDERS = {"dfs_recursive": topo.dfs_recursive, "dfs_iterative": topo.dfs_iterative,
           "levels": lambda ops: topo.flatten_levels(topo.level_schedule(ops))}

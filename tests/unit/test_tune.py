@@ -190,8 +190,8 @@ def test_a_tune_makes_one_cache_flush_and_flushes_before_every_timed_run(monkeyp
                                                                           conv_model):
     """The flush's 64 MiB scratch buffer is made once per tune, not once per candidate; on a
     CPU device every timed run of every candidate follows a flush."""
-    from kuiper.opencl.device.runtime import is_cpu
     from kuiper.cli import tune
+    from kuiper.opencl.device.runtime import is_cpu
 
     made, flushes = [], []
     real_flush = tune.cache_flush
@@ -215,8 +215,8 @@ def test_an_interrupted_tune_keeps_its_winners_and_resume_skips_them(capsys, cac
     """Each winner is stored as soon as its problem is timed: a tune stopped right after
     (Ctrl-C, raised here by the store itself) keeps it, and --resume times nothing the cache
     already holds."""
-    from kuiper.opencl.device import tuning_cache as tuning
     from kuiper.cli import tune
+    from kuiper.opencl.device import tuning_cache as tuning
 
     stored, real_store = [], tuning.store
 
@@ -296,8 +296,8 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
                                                                         export_model):
     """A convolution followed by SiLU and a residual add is timed storing through that fused
     epilogue (what the model runs), and on a CPU device each timed run follows a cache flush."""
-    from kuiper.opencl.device.runtime import OpenCLRuntime, is_cpu
     from kuiper.cli import tune
+    from kuiper.opencl.device.runtime import OpenCLRuntime, is_cpu
 
     torch.manual_seed(0)
 

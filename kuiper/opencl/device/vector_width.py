@@ -120,7 +120,8 @@ def _probe(device: Any, key: str) -> bool:
         ok, why = False, f"no answer in {PROBE_TIMEOUT} s"
     if not ok:
         logger.warning("%s cannot build 16-wide vectors (%s): Kuiper's CPU kernels use 8-wide "
-                       "ones on it (slower; see kuiper/opencl/device/vector_width.py)", key, why[:200])
+                       "ones on it (slower; see kuiper/opencl/device/vector_width.py)", key,
+                       why[:200])
     _save(key, ok)
     return ok
 

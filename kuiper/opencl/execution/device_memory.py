@@ -40,6 +40,7 @@ from kuiper.memory.lifetimes import align_up
 from kuiper.memory.strategies import Plan
 from kuiper.opencl.device.runtime import is_cpu
 
+
 def default_strategy(device) -> str:
     """The memory strategy of a graph on `device` when none is asked for.
 

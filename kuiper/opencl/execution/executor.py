@@ -35,10 +35,13 @@ import numpy as np
 from kuiper.core.dynamic_shapes import dynamic_readers
 from kuiper.core.errors import KuiperError
 from kuiper.core.ir import Observer, RuntimeOperator, operator_failure
-from kuiper.layers.opencl_base import FRESH, HostFallback, OpenCLLayer
-from kuiper.opencl.execution.epilogue_step import with_epilogue
 from kuiper.core.log import warn
+from kuiper.core.plugins import call, reraise
+from kuiper.core.tensor_spec import TensorSpec
+from kuiper.layers.opencl_base import FRESH, HostFallback, OpenCLLayer
 from kuiper.memory import check_strategy, operand_lifetimes, plan
+from kuiper.opencl.device.element_types import misread, oversized
+from kuiper.opencl.device.runtime import OpenCLRuntime
 from kuiper.opencl.execution.device_memory import (
     DeviceMemory,
     Workspaces,
@@ -47,13 +50,10 @@ from kuiper.opencl.execution.device_memory import (
     in_place_outputs,
 )
 from kuiper.opencl.execution.dynamic import DynamicHostStep, has_device_dynamic_outputs
-from kuiper.opencl.device.element_types import misread, oversized
-from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.opencl.execution.epilogue_step import with_epilogue
 from kuiper.opencl.execution.unfused import unoptimized_view
-from kuiper.core.plugins import call, reraise
-from kuiper.core.tensor_spec import TensorSpec
 
-logger = logging.getLogger(__name__)  # "kuiper.opencl.execution.executor", under the "kuiper" logger
+logger = logging.getLogger(__name__)  # "kuiper.opencl.execution.executor", under "kuiper"
 
 
 def _is_numeric(spec: TensorSpec) -> bool:
@@ -106,8 +106,8 @@ class OpenCLExecutor:
     out-of-order queue), `profiling` (events carry device timestamps), or a `runtime` to share.
     `memory`: how operands share device memory (kuiper/memory/: "greedy_by_size", one arena;
     "greedy_in_order", pooled buffers; "naive", a buffer each; None, the device's default:
-    greedy_by_size on CPUs, greedy_in_order elsewhere, kuiper/opencl/execution/device_memory.py says why).
-    An out-of-order queue may run independent operators at once, and data-dependent sizes are
+    greedy_by_size on CPUs, greedy_in_order elsewhere, kuiper/opencl/execution/device_memory.py says
+    why). An out-of-order queue may run independent operators at once, and data-dependent sizes are
     read on the host later: both keep "naive", whatever is asked (`memory_strategy` says which
     ran).
     """
@@ -444,7 +444,8 @@ class OpenCLExecutor:
         return sum(len(getattr(runner, "launches", ()) or ()) for _, runner in self.steps)
 
     def _unoptimized_executor(self) -> OpenCLExecutor:
-        """The second binding, without the optimizing passes (kuiper/opencl/execution/unfused.py)."""
+        """The second binding, without the optimizing passes
+        (kuiper/opencl/execution/unfused.py)."""
         if self._unoptimized is None:
             options = {"runtime": self.runtime}
             if "memory" in inspect.signature(type(self)).parameters:
