@@ -9,7 +9,7 @@ import statistics  # noqa: F401 - statistics.median
 
 import numpy as np
 
-from kuiper.cli.bench import PROFILE_RUNS  # noqa: F401 - how many runs to take the median of
+from kuiper.bench.timing import PROFILE_RUNS  # noqa: F401 - how many runs to take the median of
 
 
 def cpu_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import kuiper
-from kuiper.cli.bench import PROFILE_RUNS
+from kuiper.bench.timing import PROFILE_RUNS
 from kuiper.course.lessons import implementation, require_opencl
 from kuiper.demo import DIGITS_PARAM
 
 REFERENCE = {
-    "cpu_profile": "kuiper.cli.bench:cpu_profile",
-    "opencl_profile": "kuiper.cli.bench:opencl_profile",
+    "cpu_profile": "kuiper.bench.columns:cpu_profile",
+    "opencl_profile": "kuiper.bench.columns:opencl_profile",
 }
 ex = implementation(__file__, REFERENCE)
 

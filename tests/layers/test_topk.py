@@ -119,7 +119,7 @@ class UnsortedTopK(torch.nn.Module):
 def test_compare_treats_unsorted_topk_as_sets(rng, export_model, capsys):
     """Kuiper returns topk(sorted=False) sorted; PyTorch's CPU returns another order. `kuiper
     compare` documents that and compares the two as sets, so they agree."""
-    from kuiper.cli.compare import compare
+    from kuiper.bench.compare import compare
 
     x = rng.standard_normal((2, 12, 3)).astype(np.float32)
     expected = UnsortedTopK()(T(x))

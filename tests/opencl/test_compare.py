@@ -27,7 +27,7 @@ def test_backends_and_torch_agree(two_branch_model, tmp_path):
 
 
 def test_a_zero_tolerance_marks_the_first_operator_and_fails(two_branch_model, tmp_path):
-    from kuiper.cli.compare import trace_backend
+    from kuiper.bench.compare import trace_backend
 
     path, inputs, _ = two_branch_model
     files = []

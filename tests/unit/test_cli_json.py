@@ -140,7 +140,7 @@ def test_bench_times_steady_state_and_reports_the_first_run_after_each_pause(mon
     run after each pause is kept apart ("after idle"). On a fake clock: no real sleeps, exact."""
     from types import SimpleNamespace
 
-    from kuiper.cli import bench
+    from kuiper.bench import timing as bench
 
     clock = {"now": 0.0, "cold_runs": 0}
 

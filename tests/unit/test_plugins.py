@@ -136,7 +136,7 @@ def test_a_plugin_by_entry_point(tmp_path):
                                    "Version: 1.0\n")
     (info / "entry_points.txt").write_text("[kuiper.layers]\ndouble = mytest_installed\n")
     model = write_model(tmp_path)
-    code = ("import numpy as np, kuiper; from kuiper import registry; "
+    code = ("import numpy as np, kuiper; from kuiper.core import registry; "
             f"g = kuiper.load({str(model)!r}); "
             "print(g(np.ones((2, 3), np.float32)).sum(), "
             "registry.origin(registry.lookup('mytest.Double')))")
