@@ -2,7 +2,7 @@
 
 The speed is measured on YOUR device, as a ratio: the naive kernel's median device time over
 yours, the two timed in turn (interleaved) on the same matrices, on a product big enough to
-keep the device busy (kuiper/layers/opencl_helpers/tiled_gemm.py: speedup). Never a number of
+keep the device busy (kuiper/course/tiled_gemm.py: speedup). Never a number of
 seconds: those depend on the machine.
 """
 

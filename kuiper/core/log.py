@@ -1,8 +1,9 @@
 """Kuiper's logger and its warning class: how the engine tells you what it is doing.
 
 - `logging.getLogger("kuiper")` (and its children, one per module:
-  "kuiper.opencl.execution.executor") carries status lines such as "building OpenCL kernels for 12 operators...". A library must
-  not print on its own, so the logger has only a NullHandler: nothing shows until the
+  "kuiper.opencl.execution.executor") carries status lines such as "building OpenCL kernels for
+  12 operators...". A library must not print on its own, so the logger has only a NullHandler:
+  nothing shows until the
   application configures logging, e.g. `logging.basicConfig(level=logging.INFO)` (the CLI's
   -v/-q do that for you).
 - `KuiperWarning` is what `warnings.warn` raises for things that work but may not be what you

@@ -153,3 +153,17 @@ def test_run_and_compare_from_the_command_line(installed, swishnet, tmp_path, rn
                   f"{TYPE}:beta={BETA}", cwd=tmp_path)
     assert compare.returncode == 0, compare.stdout + compare.stderr
     assert "torch vs cpu" in compare.stdout and "MISMATCH" not in compare.stdout
+
+
+def test_the_testing_recipe_of_plugins_md_runs(plugin_on_path):
+    """kuiper/PLUGINS.md shows a plugin author testing a layer with kuiper.testing: run it."""
+    from tests.conftest import opencl_available
+
+    if not opencl_available():
+        pytest.skip("the recipe runs both backends: no OpenCL device here")
+    text = (ROOT / "kuiper" / "PLUGINS.md").read_text()
+    section = text.split("### Your plugin's own tests", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "kuiper/PLUGINS.md", "exec"), namespace)  # noqa: S102 - our own docs
+    namespace["test_swish2_on_both_backends"]()
