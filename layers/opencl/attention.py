@@ -1,14 +1,28 @@
-"""Attention on OpenCL: bgemm (clkernels/matmul.cl) for every product, masked_softmax and
-head_mean (clkernels/attention.cl) for the rest.
+"""Attention on OpenCL, two ways.
 
-No tensor is ever transposed or split into heads in memory: each GEMM reads its operands
-through offset tables and strides (layers/opencl_gemm/launch.py), so "head h of batch n" is just an
-offset into the projected (L, N, E) or (N, L, E) buffer.
+- fused (clkernels/attention_fused.cl): one kernel computes softmax(Q K^T * scale + mask) V
+  with an online softmax over tiles of keys; the score matrix never exists. Used whenever it
+  can be: heads of at most MAX_FUSED_HEAD values, at most one mask, and no caller asking for
+  the attention weights themselves.
+- unfused: bgemm (clkernels/matmul.cl) for both products, masked_softmax and head_mean
+  (clkernels/attention.cl) between them, through a score matrix in a workspace. The weights
+  MultiheadAttention may return, two masks at once, and add_bias_kv / add_zero_attn go this way.
+
+nn.MultiheadAttention projects its inputs with the fast GEMM of linear layers
+(layers/opencl_gemm/launch.py, `projection_launch`), Q, K and V in ONE GEMM when they come from
+the same tensor (self-attention: the packed in_proj_weight), and its output projection too.
+No tensor is ever transposed or split into heads in memory: the kernels read their operands
+through per-(batch, head) offset tables and row strides, so "head h of batch n" is just an offset
+into the projected (L, N, E), (N, L, E) or (tokens, 3E) buffer.
+
+`forced_path("fused" | "unfused")` makes every attention bound inside it take one path (tests).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -18,6 +32,7 @@ from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 from kuiper.layers.opencl_gemm.launch import (
     Strided,
     explicit,
+    projection_launch,
     strided,
     strided_gemm_launch,
     strided_index,
@@ -25,8 +40,40 @@ from kuiper.layers.opencl_gemm.launch import (
 )
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.layers.opencl_helpers.reduction import work_group_size
+from kuiper.opencl.device.runtime import is_cpu
 
-ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax
+ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax and attention_rows
+# The fused kernel keeps a query, an output row and a tile of scores in registers per work-item
+MAX_FUSED_HEAD = 256
+FORCED: str | None = None   # "fused" or "unfused": set by forced_path (tests)
+
+
+@contextlib.contextmanager
+def forced_path(name: str | None) -> Iterator[None]:
+    """Bind every attention inside the block the `name` way ("fused" or "unfused"); a forced
+    fused path the problem cannot take falls back to the unfused one."""
+    global FORCED
+    if name not in (None, "fused", "unfused"):
+        raise ValueError(f"unknown attention path {name!r}: 'fused' or 'unfused'")
+    old, FORCED = FORCED, name
+    try:
+        yield
+    finally:
+        FORCED = old
+
+
+def fused_parameters(device, head: int, value_head: int) -> dict:
+    """The kernel of clkernels/attention_fused.cl for this device, its work-group size WG
+    (query rows per group) and its keys per tile BK.
+
+    A GPU runs attention_rows: many rows per group (one per work-item, the tile in local memory
+    shared by all) and tiles small enough that two groups fit one compute unit's registers. A
+    CPU device runs attention_keys, whose SIMD lanes are a tile's keys: a few rows per group
+    share each tile, which stays in L1 (BK * (HD + HV) floats)."""
+    if is_cpu(device):
+        return {"kernel": "attention_keys", "WG": 8, "BK": 32}
+    return {"kernel": "attention_rows", "WG": 64, "BK": 32 if max(head, value_head) <= 64
+            else 16}
 
 
 def row_offsets(view: Strided, rows_per_batch: int) -> np.ndarray:
@@ -49,6 +96,36 @@ class _AttentionLaunches(OpenCLLayer):
         assert array.shape == shape, f"workspace {array.shape} handed out for {shape}"
         keep_alive(self, [array])
         return array
+
+    def fused_launch(self, rows: int, source: int, head: int, value_head: int, q: Strided,
+                     k: Strided, v: Strided, o: Strided, scale: float, mask: tuple | None,
+                     causal: bool, safe: bool) -> Launch:
+        """attention_rows for len(q.offsets) heads of `rows` queries over `source` keys, heads
+        of `head` (Q, K) and `value_head` (V, O) values. Views are (heads, rows, head) with
+        column stride 1; `mask` is (device array, Strided view of it as (heads, rows,
+        source), kind, dtype) or None."""
+        p = fused_parameters(self.runtime.device, head, value_head)
+        vw = 4 if head % 4 == 0 and value_head % 4 == 0 else 1
+        options = [f"-DHD={head}", f"-DHV={value_head}", f"-DVW={vw}", f"-DBK={p['BK']}",
+                   f"-DWG={p['WG']}", f"-DCAUSAL={int(causal)}", f"-DSAFE={int(safe)}"]
+        tables = [self.upload(view.offsets) for view in (q, k, v, o)]
+        args = []
+        if mask is not None:
+            array, view, kind, dtype = mask
+            tables.append(self.upload(view.offsets))
+            options += [f"-DMASK={kind}", f"-DMT={'uchar' if dtype == np.bool_ else 'float'}"]
+            args = [array.data, tables[-1].data, np.int32(view.row), np.int32(view.col)]
+        else:
+            args = [None, None, np.int32(0), np.int32(0)]
+        keep_alive(self, tables)
+        kernel = self.kernel(p["kernel"], options, stem="attention_fused")
+        i32 = np.int32
+        kernel.set_args(q.array.data, tables[0].data, i32(q.row), k.array.data, tables[1].data,
+                        i32(k.row), v.array.data, tables[2].data, i32(v.row), o.array.data,
+                        tables[3].data, i32(o.row), i32(rows), i32(source),
+                        np.float32(scale), *args)
+        groups = -(-rows // p["WG"])
+        return Launch(kernel, (groups * p["WG"], len(q.offsets)), (p["WG"], 1))
 
     def softmax_launch(self, scores, rows: int, cols: int, length: int,
                        masks: list[tuple[object, np.ndarray, int, int, np.dtype]],
@@ -75,8 +152,13 @@ class _AttentionLaunches(OpenCLLayer):
 
 @register(backend="opencl")
 class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAttention):
+    def fused(self, in_specs) -> bool:
+        """Whether bind takes the fused kernel (the module docstring says when)."""
+        q, v = in_specs[0].shape, in_specs[2].shape
+        return FORCED != "unfused" and max(q[-1], v[-1]) <= MAX_FUSED_HEAD
+
     def workspace_shapes(self, in_specs, out_specs):
-        if out_specs[0].numel == 0:
+        if out_specs[0].numel == 0 or self.fused(in_specs):
             return []
         nb = int(np.prod(self.batch, dtype=np.int64))
         return [((nb, self.length, self.source), np.float32)]   # the scores
@@ -89,7 +171,6 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
         self.launches = []
         if out_specs[0].numel == 0:
             return
-        nb = int(np.prod(batch, dtype=np.int64))
 
         def kv_view(shape, array):   # GQA: K/V head j serves query heads j*g .. j*g+g-1
             index = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
@@ -97,22 +178,32 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
                 index = np.repeat(index, self.groups, axis=-3)
             return strided_index(index, batch + shape[-2:], array)
 
-        scores = self.scratch(nb, length, source)
-        grid = strided(batch + (length, source), batch + (length, source), scores)
-        self.launches.append(strided_gemm_launch(
-            self, length, source, q[-1], strided(q, batch + (length, q[-1]), inputs[0]),
-            transposed(kv_view(k, inputs[1])), grid, alpha=self.scale_value))
-        masks = []
+        q_view = strided(q, batch + (length, q[-1]), inputs[0])
+        k_view, v_view = kv_view(k, inputs[1]), kv_view(v, inputs[2])
+        out = strided(out_specs[0].shape, batch + (length, v[-1]), outputs[0])
+        mask = None
         if len(in_specs) == 4:
             m = in_specs[3]
             view = strided(m.shape, batch + (length, source))
-            kind = KEEP if m.dtype == np.bool_ else ADD
-            masks.append((inputs[3], row_offsets(view, length), view.col, kind, m.dtype))
+            mask = (inputs[3], view, KEEP if m.dtype == np.bool_ else ADD, m.dtype)
+        if self.fused(in_specs):
+            self.launches = [self.fused_launch(length, source, q[-1], v[-1], q_view, k_view,
+                                               v_view, out, self.scale_value, mask,
+                                               self.is_causal, safe=True)]
+            return
+        nb = int(np.prod(batch, dtype=np.int64))
+        scores = self.scratch(nb, length, source)
+        grid = strided(batch + (length, source), batch + (length, source), scores)
+        self.launches.append(strided_gemm_launch(self, length, source, q[-1], q_view,
+                                                 transposed(k_view), grid,
+                                                 alpha=self.scale_value))
+        masks = []
+        if mask is not None:
+            array, view, kind, dtype = mask
+            masks.append((array, row_offsets(view, length), view.col, kind, dtype))
         self.launches.append(self.softmax_launch(scores, nb * length, source, length, masks,
                                                  self.is_causal, safe=True))
-        out = strided(out_specs[0].shape, batch + (length, v[-1]), outputs[0])
-        self.launches.append(strided_gemm_launch(self, length, v[-1], source, grid,
-                                                 kv_view(v, inputs[2]), out))
+        self.launches.append(strided_gemm_launch(self, length, v[-1], source, grid, v_view, out))
 
 
 @register(backend="opencl")
@@ -123,13 +214,30 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         return bool(self.extra and (r.attn_mask is not None
                                     or r.key_padding_mask is not None))
 
+    def fused(self) -> bool:
+        """Whether bind takes the fused path (the module docstring says when)."""
+        r, d = self.roles, self.dims
+        return (FORCED != "unfused" and not self.extra and "weights" not in self.outputs
+                and (r.attn_mask is None or r.key_padding_mask is None)
+                and d.embed_dim // d.num_heads <= MAX_FUSED_HEAD)
+
+    def self_attention(self) -> bool:
+        """Q, K and V projected from the same tensor: one GEMM with the packed weight."""
+        r, d = self.roles, self.dims
+        return r.query == r.key == r.value and d.kdim == d.vdim == d.embed_dim
+
     def workspace_shapes(self, in_specs, out_specs):
-        """In bind's order: the projected Q, K and V (K and V are constants of their own with
-        add_bias_kv / add_zero_attn), the scores unless they are an output, the heads'
-        results side by side."""
+        """In bind's order. Fused: the projected Q, K, V (one (tokens, 3E) buffer for
+        self-attention), then the heads' results side by side. Unfused: the projected Q, K
+        and V (K and V are constants of their own with add_bias_kv / add_zero_attn), the
+        scores unless they are an output, the heads' results side by side."""
         if self.falls_back():
             return []
         n, length, source, e = self.n, self.length, self.source, self.dims.embed_dim
+        if self.fused():
+            shapes = ([(length * n, 3 * e)] if self.self_attention() else
+                      [(length * n, e), (source * n, e), (source * n, e)])
+            return [(shape, np.float32) for shape in shapes + [(length * n, e)]]
         shapes = [(length * n, e)]
         if not self.extra:
             shapes += [(source * n, e), (source * n, e)]
@@ -141,25 +249,86 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
     def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         self.take_workspaces(workspaces, in_specs, out_specs)
-        r, d = self.roles, self.dims
-        n, length, source, heads = self.n, self.length, self.source, d.num_heads
-        keys = self.keys   # source positions, plus bias_kv / zero_attn ones
-        e = d.embed_dim
-        hd = e // heads
         self.launches = []
         if self.falls_back():
             self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
                                    "masks together with add_bias_kv / add_zero_attn")
             return
+        if self.fused():
+            self.bind_fused(inputs, outputs, in_specs)
+        else:
+            self.bind_unfused(inputs, outputs, in_specs)
+
+    def seq(self, t: int, width: int, nn: int, col: int = 0) -> tuple[int, int]:
+        """(offset of batch item nn, stride between positions) in a sequence buffer of t
+        positions and `width` features, in the model's layout."""
+        if self.dims.batch_first:
+            return nn * t * width + col, width
+        return nn * width + col, self.n * width
+
+    def heads_view(self, array, t: int, width: int, col: int) -> Strided:
+        """Every (batch item, head) of a sequence buffer as a (n * heads, t, head) view, the
+        heads starting at column `col` (Q, K and V side by side in a (tokens, 3E) buffer)."""
+        d = self.dims
+        hd = d.embed_dim // d.num_heads
+        starts = [self.seq(t, width, nn, col + h * hd) for nn in range(self.n)
+                  for h in range(d.num_heads)]
+        return explicit(array, [offset for offset, _ in starts], starts[0][1], 1)
+
+    def bind_fused(self, inputs, outputs, in_specs) -> None:
+        """Projections on the linear layers' GEMM, attention_rows, the output projection."""
+        r, d = self.roles, self.dims
+        n, length, source, heads, e = self.n, self.length, self.source, d.num_heads, d.embed_dim
+        hd = e // heads
+        by_name = dict(zip(self.outputs, outputs))
+        if self.self_attention():   # one GEMM: (tokens, E) @ [Wq; Wk; Wv]^T -> (tokens, 3E)
+            qkv = self.scratch(length * n, 3 * e)
+            self.launches.append(projection_launch(
+                self, length * n, np.concatenate([self.w_q, self.w_k, self.w_v]),
+                np.concatenate([self.b_q, self.b_k, self.b_v]), inputs[r.query].data,
+                qkv.data))
+            views = [self.heads_view(qkv, t, 3 * e, c * e)
+                     for c, t in ((0, length), (1, source), (2, source))]
+        else:
+            views = []
+            for index, w, b, t in ((r.query, self.w_q, self.b_q, length),
+                                   (r.key, self.w_k, self.b_k, source),
+                                   (r.value, self.w_v, self.b_v, source)):
+                projected = self.scratch(t * n, e)
+                self.launches.append(projection_launch(self, t * n, w, b, inputs[index].data,
+                                                       projected.data))
+                views.append(self.heads_view(projected, t, e, 0))
+        mask = None
+        for index, padding in ((r.attn_mask, False), (r.key_padding_mask, True)):
+            if index is None:
+                continue
+            m = in_specs[index]
+            if padding:   # key_padding_mask (N, S): the same row for every head and query
+                view = explicit(inputs[index], [nn * source for nn in range(n)
+                                                for _ in range(heads)], 0, 1)
+            elif len(m.shape) == 2:   # (L, S): every batch item and head
+                view = explicit(inputs[index], [0] * (n * heads), source, 1)
+            else:                     # (N * heads, L, S)
+                view = explicit(inputs[index], [b * length * source for b in range(n * heads)],
+                                source, 1)
+            mask = (inputs[index], view, DROP if m.dtype == np.bool_ else ADD, m.dtype)
+        concat = self.scratch(length * n, e)
+        self.launches.append(self.fused_launch(
+            length, source, hd, hd, *views, self.heads_view(concat, length, e, 0),
+            1.0 / math.sqrt(hd), mask, causal=False, safe=False))
+        self.launches.append(projection_launch(self, length * n, self.w_out, self.b_out,
+                                               concat.data, by_name["output"].data))
+
+    def bind_unfused(self, inputs, outputs, in_specs) -> None:
+        """The unfused chain: bgemm products through a score matrix (module docstring)."""
+        r, d = self.roles, self.dims
+        n, length, source, heads = self.n, self.length, self.source, d.num_heads
+        keys = self.keys   # source positions, plus bias_kv / zero_attn ones
+        e = d.embed_dim
+        hd = e // heads
         by_name = dict(zip(self.outputs, outputs))
 
-        def seq(t: int, width: int, nn: int, col: int = 0) -> tuple[int, int]:
-            """(offset of batch item nn, stride between positions) in a sequence buffer of
-            t positions and `width` features, in the model's layout."""
-            if d.batch_first:
-                return nn * t * width + col, width
-            return nn * width + col, n * width
-
+        seq = self.seq
         def project(x, width: int, t: int, w: np.ndarray, b: np.ndarray, out,
                     t_out: int | None = None) -> None:
             rows = t * n   # every token of every batch item, in the input's own order

@@ -3,10 +3,10 @@
 Both launches are bound once here (clkernels/conv_transpose2d.cl explains them). The column
 buffer holds Cout*KD*KH*KW values per input voxel: a workspace, shared with other layers. The GEMM's
 parameter set is the one `kuiper tune` measured fastest for this shape, else the cost model's
-(selector.select_gemm), as for a linear layer; `kuiper info` shows which and why. The kernels are
-written for 3-D volumes; ConvTranspose1d and ConvTranspose3d (layers/opencl/conv_transpose1d.py,
-conv_transpose3d.py) use the same binding, a 1-D or 2-D input being a volume with unit leading
-axes.
+(layers/opencl_gemm/selection.py), as for a linear layer; `kuiper info` shows which and why. The
+kernels are written for 3-D volumes; ConvTranspose1d and ConvTranspose3d
+(layers/opencl/conv_transpose1d.py, conv_transpose3d.py) use the same binding, a 1-D or 2-D input
+being a volume with unit leading axes.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from kuiper.core.registry import register
 from kuiper.layers.cpu import conv_transpose2d
 from kuiper.layers.opencl.conv2d import lift3
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
-from kuiper.layers.opencl_conv.selector import select_gemm
 from kuiper.layers.opencl_gemm.launch import BIAS_NONE, WeightBuffers, weight_gemm_launch
+from kuiper.layers.opencl_gemm.selection import select_gemm
 
 
 class ConvTransposeBind(WeightBuffers, OpenCLLayer):

@@ -13,7 +13,8 @@ device. The weight's layout depends on the kernel that reads it:
 The bias and a fused epilogue (activation, residual add) are applied as the results are
 stored. The launch is bound by `weight_gemm_launch`
 (layers/opencl_gemm/launch.py), like the convolutions' GEMM, with the parameter set that
-`kuiper tune` measured fastest for this shape, else the cost model's (selector.select_gemm).
+`kuiper tune` measured fastest for this shape, else the cost model's
+(layers/opencl_gemm/selection.py).
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from __future__ import annotations
 from kuiper.core.registry import register
 from kuiper.layers.cpu import linear
 from kuiper.layers.opencl_base import OpenCLLayer
-from kuiper.layers.opencl_conv.selector import select_gemm
-from kuiper.layers.opencl_gemm.launch import BIAS_PER_COLUMN, WeightBuffers, weight_gemm_launch
-from kuiper.layers.opencl_gemm.parameter_sets import GEMV_MAX_ROWS
-from kuiper.opencl.device.runtime import is_cpu
+from kuiper.layers.opencl_gemm.launch import (
+    BIAS_PER_COLUMN,
+    WeightBuffers,
+    weight_gemm_launch,
+    weight_stored_transposed,
+)
+from kuiper.layers.opencl_gemm.selection import select_gemm
 
 
 @register(backend="opencl")
@@ -44,8 +48,8 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
         """(M, N, K, Z, trans_a, trans_b): select_gemm's and `kuiper tune`'s arguments, with
         trans_b False where bind stores the weight (in, out) (the module docstring says when)."""
         rows, n_out, n_in = self.gemm_shape(in_specs, out_specs)
-        transposed_at_bind = (self.weight is not None and rows > GEMV_MAX_ROWS
-                              and is_cpu(self.runtime.device))
+        transposed_at_bind = (self.weight is not None
+                              and weight_stored_transposed(self.runtime.device, rows))
         return rows, n_out, n_in, 1, False, not transposed_at_bind
 
     def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None):

@@ -17,13 +17,11 @@ The algorithms live in their own modules and register themselves when imported
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from kuiper.layers.opencl_conv import algorithms
+from kuiper.layers.opencl_gemm import selection
 
 # isort: off
 # Importing each module registers its algorithms, in this order: on equal costs the first wins.
@@ -36,26 +34,16 @@ from kuiper.layers.opencl_conv import split_k  # noqa: F401,E402
 from kuiper.layers.opencl_conv import direct  # noqa: F401,E402
 # isort: on
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, ConvAlgorithm, ConvProblem
+from kuiper.layers.opencl_gemm.selection import (  # noqa: F401 - pinned: for kuiper tune
+    COST_MODEL,
+    FORCED,
+    TUNED,
+    matching,
+    pinned,
+)
 from kuiper.opencl.device import tuning_cache
 
 logger = logging.getLogger(__name__)
-
-FORCED, TUNED, COST_MODEL = "forced", "tuned", "cost model"
-
-# (algorithm name, params) that `pinned` sets: `kuiper tune` binds each candidate with it.
-PINNED: tuple[str, dict] | None = None
-
-
-@contextlib.contextmanager
-def pinned(name: str, params: dict) -> Iterator[None]:
-    """Bind the convolutions inside the block with exactly this algorithm and parameter set."""
-    global PINNED
-    old, PINNED = PINNED, (name, dict(params))
-    try:
-        yield
-    finally:
-        PINNED = old
-
 
 def candidates(problem: ConvProblem, device: Any) -> dict[str, ConvAlgorithm]:
     """The registered algorithms that can run `problem` on `device`, by name."""
@@ -73,8 +61,9 @@ def select(layer: Any, problem: ConvProblem, device: Any) -> tuple[ConvAlgorithm
     """(algorithm, params, reason) for one convolution; reason is FORCED, TUNED or COST_MODEL.
     `layer` is the OpenCL layer being bound (for the log)."""
     able = candidates(problem, device)
-    if PINNED is not None and PINNED[0] in able:
-        return able[PINNED[0]], PINNED[1], FORCED
+    chosen = selection.PINNED
+    if chosen is not None and chosen[0] in able:
+        return able[chosen[0]], chosen[1], FORCED
     if algorithms.FORCE is not None:
         algo = able.get(algorithms.FORCE)
         if algo is not None:
@@ -94,15 +83,6 @@ def select(layer: Any, problem: ConvProblem, device: Any) -> tuple[ConvAlgorithm
     return algo, algo.parameter_sets(problem, device)[0], COST_MODEL
 
 
-def matching(stored: Any, parameter_sets: list[dict]) -> dict | None:
-    """The parameter set equal to `stored` (as read back from JSON: tuples became lists), or
-    None when this version no longer has it (a cache may outlive an upgrade)."""
-    for params in parameter_sets:
-        if json.loads(json.dumps(params)) == stored:
-            return params
-    return None
-
-
 def why_not(name: str, problem: ConvProblem, device: Any) -> str:
     algo = ALGORITHMS.get(name)
     if algo is None:
@@ -115,20 +95,3 @@ def conv_algorithms_error(problem: ConvProblem):
 
     return KuiperError(f"no registered convolution algorithm can run {problem.key} (known: "
                        f"{', '.join(ALGORITHMS) or 'none'})")
-
-
-# --- a linear layer's (or any weight GEMM's) parameter set --------------------------------------
-def select_gemm(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
-                trans_b: bool = False) -> tuple[dict, str]:
-    """(gemm.h parameter set, reason) for one weight GEMM: tuned, else the cost model's."""
-    from kuiper.layers.opencl_gemm.cost import ranked_gemm_params
-
-    if PINNED is not None and PINNED[0] == "gemm":
-        return PINNED[1], FORCED
-    ranked = ranked_gemm_params(device, m, n, k, z, trans_a, trans_b)
-    entry = tuning_cache.lookup(device, tuning_cache.gemm_key(m, n, k, z, trans_a, trans_b))
-    if entry is not None and entry["algorithm"] == "gemm":
-        params = matching(entry.get("params"), ranked)
-        if params is not None:
-            return params, TUNED
-    return ranked[0], COST_MODEL

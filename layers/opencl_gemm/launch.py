@@ -37,6 +37,7 @@ from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as
     CPU_GEMV_SETS,
     CPU_PARAMETER_SETS,
     GEMV_GROUP,
+    GEMV_MAX_ROWS,
     GPU_GEMV_SETS,
     GPU_PARAMETER_SETS,
     describe_params,
@@ -44,7 +45,9 @@ from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as
     gemm_parameter_sets,
     program_options,
 )
+from kuiper.layers.opencl_gemm.selection import select_gemm
 from kuiper.layers.opencl_helpers.buffers import keep_alive
+from kuiper.opencl.device.runtime import is_cpu
 
 # --- weight_gemm_launch: clkernels/gemm.h ------------------------------------------------------
 # The parameter sets (tile sizes as -D options) are in gemm_params.py; the cost model picks one.
@@ -79,6 +82,31 @@ def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_st
                     c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
                     i32(groups), residual)
     return Launch(kernel, *launch_sizes(params, m, n, batch * groups))
+
+
+def weight_stored_transposed(device, rows: int) -> bool:
+    """Whether a weight known at bind time, (out, in) as PyTorch keeps it, is uploaded as its
+    transpose (in, out): on CPU devices for more than GEMV_MAX_ROWS rows, where gemm_blocked.h
+    loads a row of B as one vector (layers/opencl/linear.py says what it costs otherwise)."""
+    return rows > GEMV_MAX_ROWS and is_cpu(device)
+
+
+def projection_launch(layer: OpenCLLayer, rows: int, weight: np.ndarray, bias, x, y) -> Launch:
+    """y (rows x out) = x (rows x in) @ weight^T + bias, for a weight (out, in) known at bind
+    time (attention's projections): the GEMM of a linear layer, with its parameter set chosen
+    the same way (tuned, else the cost model's; selection.py). `x` and `y` are buffers; the
+    layer's program must include gemm.h (clkernels/linear.cl does: stem "linear")."""
+    n_out, n_in = weight.shape
+    transposed = weight_stored_transposed(layer.runtime.device, rows)
+    params, _ = select_gemm(layer.runtime.device, rows, n_out, n_in, trans_b=not transposed)
+    stored = np.ascontiguousarray(weight.T if transposed else weight, np.float32)
+    w = layer.upload(stored)
+    b = layer.upload(np.ascontiguousarray(bias, np.float32)) if bias is not None else None
+    keep_alive(layer, [w] + ([b] if b is not None else []))
+    return weight_gemm_launch(layer, rows, n_out, n_in, x, 0, w.data, 0, y, 0,
+                              b.data if b is not None else None, BIAS_PER_COLUMN,
+                              params=params, options=[f"-DTRANS_B={int(not transposed)}"],
+                              stem="linear")
 
 
 def launch_sizes(params: dict, m: int, n: int, z: int) -> tuple[tuple, tuple]:

@@ -113,7 +113,8 @@ def mha_module(**kwargs):
 
 
 def mha_params_and_weights(module):
-    params = {"embed_dim": E, "num_heads": HEADS, "kdim": module.kdim, "vdim": module.vdim,
+    params = {"embed_dim": module.embed_dim, "num_heads": module.num_heads,
+              "kdim": module.kdim, "vdim": module.vdim,
               "batch_first": module.batch_first, "bias": module.in_proj_bias is not None,
               "add_bias_kv": False, "add_zero_attn": False}
     weights = {k: v.detach().numpy() for k, v in module.state_dict().items()}
@@ -336,3 +337,128 @@ def test_mha_bad_params_raise(rng):
     with pytest.raises(OperatorError, match="cannot match inputs"):
         run_operator("nn.MultiheadAttention", [x, rand(rng, 3, 3)], params=params,
                      weights=weights)
+
+
+# --- both OpenCL paths, each forced on its own ------------------------------------------------
+# The fused kernel (clkernels/attention_fused.cl) and the unfused chain (bgemm + masked_softmax)
+# are both picked by layers/opencl/attention.py; each is checked here against torch on awkward
+# shapes: head sizes that are not multiples of 4 (scalar loads) and wide ones, one token, token
+# counts that leave a partial tile of keys and a partial group of queries.
+
+def opencl_path(path):
+    from tests.conftest import opencl_available
+
+    if not opencl_available():
+        pytest.skip("no OpenCL device")
+    from kuiper.layers.opencl.attention import forced_path
+
+    return forced_path(path)
+
+
+@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("head, value_head", [(32, 32), (64, 64), (80, 80), (128, 128), (3, 5),
+                                              (12, 20)])
+@pytest.mark.parametrize("length, source", [(1, 1), (13, 13), (67, 33), (5, 70)])
+def test_sdpa_each_opencl_path(rng, path, head, value_head, length, source):
+    q, k = rand(rng, 2, 3, length, head), rand(rng, 2, 3, source, head)
+    v = rand(rng, 2, 3, source, value_head)
+    with opencl_path(path):
+        (y,) = run_operator(SDPA, [q, k, v], params={"dropout_p": 0.0, "is_causal": False},
+                            backend="opencl")
+    assert_close(y, F.scaled_dot_product_attention(T(q), T(k), T(v)).numpy())
+
+
+@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("mask", ["causal", "bool", "float", "bool_broadcast", "fully_masked",
+                                  "gqa"])
+def test_sdpa_masks_on_each_opencl_path(rng, path, mask):
+    q, k, v = rand(rng, 2, 4, 37, 16), rand(rng, 2, 4, 41, 16), rand(rng, 2, 4, 41, 24)
+    params = {"dropout_p": 0.0, "is_causal": mask == "causal"}
+    inputs, torch_mask = [q, k, v], None
+    if mask == "gqa":   # two K/V heads serve four query heads
+        k, v = k[:, :2], v[:, :2]
+        inputs = [q, k, v]
+        params["enable_gqa"] = True
+    elif mask in ("bool", "bool_broadcast", "fully_masked"):
+        shape = (2, 4, 37, 41) if mask == "bool" else (37, 41)
+        m = rng.random(shape) > 0.3
+        if mask == "fully_masked":
+            m[5] = False   # every key of query 5 forbidden: SDPA gives zeros there
+        inputs.append(m)
+        torch_mask = T(m)
+    elif mask == "float":
+        m = rand(rng, 1, 4, 37, 41)
+        inputs.append(m)
+        torch_mask = T(m)
+    with opencl_path(path):
+        (y,) = run_operator(SDPA, inputs, params=params, backend="opencl")
+    expected = F.scaled_dot_product_attention(T(q), T(k), T(v), attn_mask=torch_mask,
+                                              is_causal=mask == "causal",
+                                              enable_gqa=mask == "gqa")
+    assert_close(y, torch.nan_to_num(expected).numpy())
+
+
+def test_sdpa_nan_in_a_row_is_nan_on_each_opencl_path(rng):
+    q, k, v = rand(rng, 1, 1, 4, 8), rand(rng, 1, 1, 70, 8), rand(rng, 1, 1, 70, 8)
+    k[0, 0, 50, 3] = np.nan   # in the second tile of keys: every query's row sees it
+    expected = F.scaled_dot_product_attention(T(q), T(k), T(v)).numpy()
+    for path in ("fused", "unfused"):
+        with opencl_path(path):
+            (y,) = run_operator(SDPA, [q, k, v], params={"dropout_p": 0.0, "is_causal": False},
+                                backend="opencl")
+        assert np.isnan(expected).all() and np.isnan(y).all(), path
+
+
+@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("kind", ["self", "kv", "qkv"])
+@pytest.mark.parametrize("masks", [(), ("am_float",), ("am_bool",), ("am_3d",), ("kpm_bool",),
+                                   ("kpm_float",)])
+def test_mha_output_only_on_each_opencl_path(rng, path, batch_first, kind, masks):
+    """MultiheadAttention without its weights output: what the fused path serves (Q, K, V in
+    one GEMM for self-attention), and what the unfused chain must agree with."""
+    module = mha_module(batch_first=batch_first)
+    params, weights = mha_params_and_weights(module)
+    source = L if kind == "self" else S
+    q = sequence(rng, module, L, E)
+    k = q if kind == "self" else sequence(rng, module, S, E)
+    v = k if kind in ("self", "kv") else sequence(rng, module, S, E)
+    data = {"self": [q], "kv": [q, k]}.get(kind, [q, k, v])
+    am = kpm = None
+    if "am_float" in masks:
+        am = rand(rng, L, source)
+    if "am_bool" in masks:
+        am = rng.random((L, source)) < 0.3
+        am[:, 0] = False
+    if "am_3d" in masks:
+        am = rand(rng, N * HEADS, L, source)
+    if "kpm_bool" in masks:
+        kpm = rng.random((N, source)) < 0.3
+        kpm[:, 0] = False
+    if "kpm_float" in masks:
+        kpm = rand(rng, N, source)
+    first = [m for m in (kpm, am) if m is not None and m.dtype == np.bool_]
+    last = [m for m in (am, kpm) if m is not None and m.dtype != np.bool_]
+    with opencl_path(path):
+        (y,) = run_operator("nn.MultiheadAttention", first + data + last, params=params,
+                            weights=weights, n_outputs=1, backend="opencl")
+    with torch.no_grad():
+        expected = module(T(q), T(k), T(v), attn_mask=None if am is None else T(am),
+                          key_padding_mask=None if kpm is None else T(kpm),
+                          need_weights=False)[0]
+    assert_close(y, expected.numpy(), what=f"attention output ({path})")
+
+
+@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("embed, heads, tokens", [(384, 6, 197), (96, 3, 1), (160, 2, 31)])
+def test_mha_vit_like_shapes_on_each_opencl_path(rng, path, embed, heads, tokens):
+    """ViT-S/16's attention (197 tokens, 6 heads of 64), a single token, heads of 80."""
+    module = torch.nn.MultiheadAttention(embed, heads, batch_first=True).eval()
+    params, weights = mha_params_and_weights(module)
+    x = rand(rng, 2, tokens, embed)
+    with opencl_path(path):
+        (y,) = run_operator("nn.MultiheadAttention", [x], params=params, weights=weights,
+                            n_outputs=1, backend="opencl")
+    with torch.no_grad():
+        expected = module(T(x), T(x), T(x), need_weights=False)[0]
+    assert_close(y, expected.numpy(), what=f"ViT-like attention ({path})")

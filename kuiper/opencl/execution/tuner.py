@@ -165,7 +165,7 @@ def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs:
     through the fused epilogue the model gives the layer (a SiLU in the store can cost more
     than the convolution on a CPU device). `flush` (cache_flush's function, or None) runs
     before each timed run."""
-    from kuiper.layers.opencl_conv.selector import pinned
+    from kuiper.layers.opencl_gemm.selection import pinned
 
     op = problem.op
     in_specs = [graph.specs[o.name] for o in op.inputs]

@@ -1,0 +1,319 @@
+// Fused attention: softmax(Q K^T * scale + masks) V in one kernel, the score matrix never
+// written to memory (the FlashAttention idea, written for OpenCL without subgroups).
+//
+// What it is good for: every attention whose head size fits the registers (HD, HV <= 256):
+// scaled_dot_product_attention and nn.MultiheadAttention (layers/opencl/attention.py) pick it
+// unless a caller wants the attention weights themselves (MultiheadAttention's second output),
+// which only the unfused chain (matmul.cl's bgemm + attention.cl's masked_softmax) writes out.
+//
+// How: a work-group holds WG query rows of one (batch, head) `bh`, one row per work-item, its
+// query (times `scale`) and its output accumulator in registers. The keys go by in tiles of BK:
+// the group copies a tile of K and of V into local memory once, then every work-item computes
+// its BK scores and folds them into its row with the *online softmax* (Milakov & Gimelshein):
+//
+//     m' = max(m, max_j s_j)        the running maximum of the row's scores
+//     l' = l * e^(m - m') + sum_j e^(s_j - m')          the running sum of exponentials
+//     o' = o * e^(m - m') + sum_j e^(s_j - m') v_j      the running weighted sum of values
+//
+// and divides by l at the end. Rescaling by e^(m - m') whenever the maximum grows keeps every
+// exponent <= 0 (no overflow) and gives exactly softmax(s) V: a score matrix of L x S values
+// per head becomes three numbers and one vector per query. On a CPU device (PoCL) the work-items
+// of a group are the SIMD lanes: every lane reads the same key from local memory (a broadcast),
+// and the loops over the head dim are unrolled (HD and HV are build options).
+//
+// Two kernels of the family, the same arithmetic in another order:
+// - attention_rows (GPUs): a work-item's head dims go by in float4s (VW=4), each score a dot
+//   product; the work-items of a warp are the SIMD lanes.
+// - attention_keys (CPU devices): PoCL runs a work-item's loops on SIMD registers only where
+//   the code itself is written in vectors, so the keys of a tile are the lanes: K's tile is
+//   stored transposed in local memory (head dim major) and NV scores are computed at once as a
+//   float8 (NV=8) sum of q[d] * K[d][j..j+7], with no horizontal sum per key; their exponentials
+//   are one vector exp (a scalar exp() is a library call per value on PoCL); the values are
+//   summed into the output row as float8s of the head dim.
+//
+// Rows of Q, K, V and O are contiguous (column stride 1); row b*h's first element is at
+// base[bh] of a per-(batch, head) offset table, rows `row` floats apart, so heads cut out of a
+// projected (tokens, 3E) buffer, broadcast batch dims and grouped-query K/V heads all work
+// without a copy. The mask (MASK: 0 none, 1 float added, 2 bool keep, 3 bool drop) is read at
+// mask[mask_base[bh] + i * mask_row + j * mask_col]; CAUSAL lets query i see keys 0..i; with
+// SAFE a row whose every score is masked gives zeros (SDPA) instead of NaN (MultiheadAttention).
+//
+// Build options: HD, HV (head sizes of Q/K and of V), VW (attention_rows: 4 when both are
+// multiples of 4, the head dims read as float4, else 1), BK (keys per tile; attention_keys: a
+// multiple of 8), WG (rows per work-group), MASK, MT (the mask's element type), CAUSAL, SAFE.
+
+#ifndef VW
+#define VW 1
+#endif
+#if VW == 4
+#define VT float4
+#define VLOAD(p, i) vload4((i), (p))
+#define VSTORE(v, p, i) vstore4((v), (i), (p))
+#define VDOT(a, b) dot((a), (b))
+#else
+#define VT float
+#define VLOAD(p, i) ((p)[i])
+#define VSTORE(v, p, i) ((p)[i] = (v))
+#define VDOT(a, b) ((a) * (b))
+#endif
+#define QV (HD / VW)   // vectors per query / key row
+#define OV (HV / VW)   // vectors per value / output row
+
+#ifndef MASK
+#define MASK 0
+#endif
+#ifndef DIRECT
+#define DIRECT 0
+#endif
+#ifndef MT
+#define MT float
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef SAFE
+#define SAFE 0
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void attention_rows(__global const float *q, __global const int *q_base, const int q_row,
+                    __global const float *k, __global const int *k_base, const int k_row,
+                    __global const float *v, __global const int *v_base, const int v_row,
+                    __global float *o, __global const int *o_base, const int o_row,
+                    const int L, const int S, const float scale,
+                    __global const MT *mask, __global const int *mask_base, const int mask_row,
+                    const int mask_col)
+{
+#if !DIRECT
+    __local VT kt[BK * QV];
+    __local VT vt[BK * OV];
+#endif
+    const int bh = get_group_id(1);
+    const int lid = get_local_id(0);
+    const int i = get_group_id(0) * WG + lid;     // this work-item's query row
+    const bool live = i < L;
+
+    VT qr[QV], acc[OV];
+    const __global float *qp = q + q_base[bh] + (live ? i : 0) * q_row;
+    for (int d = 0; d < QV; ++d)
+        qr[d] = VLOAD(qp, d) * scale;
+    for (int d = 0; d < OV; ++d)
+        acc[d] = (VT)(0.0f);
+    float m = -INFINITY, l = 0.0f;
+    bool nan_score = false;   // torch's softmax of a row with a NaN is NaN everywhere
+
+    const __global float *kp = k + k_base[bh];
+    const __global float *vp = v + v_base[bh];
+    for (int s0 = 0; s0 < S; s0 += BK) {
+#if DIRECT
+        // CPU devices: every work-item reads the keys' rows from memory itself (the same rows
+        // for every row of the group: the caches serve them). With no barrier, PoCL runs the
+        // group's work-items as one loop it vectorizes, each SIMD lane a query row.
+#define KROW(j, d) (s0 + (j) < S ? VLOAD(kp + (s0 + (j)) * k_row, d) : (VT)(0.0f))
+#define VROW(j, d) (s0 + (j) < S ? VLOAD(vp + (s0 + (j)) * v_row, d) : (VT)(0.0f))
+#else
+        // the group copies keys s0 .. s0+BK-1 of K and V into local memory (zeros past S)
+        for (int t = lid; t < BK * QV; t += WG) {
+            const int j = t / QV, d = t - j * QV;
+            kt[t] = s0 + j < S ? VLOAD(kp + (s0 + j) * k_row, d) : (VT)(0.0f);
+        }
+        for (int t = lid; t < BK * OV; t += WG) {
+            const int j = t / OV, d = t - j * OV;
+            vt[t] = s0 + j < S ? VLOAD(vp + (s0 + j) * v_row, d) : (VT)(0.0f);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+#define KROW(j, d) kt[(j) * QV + (d)]
+#define VROW(j, d) vt[(j) * OV + (d)]
+#endif
+        if (live) {
+            float s[BK];
+            float tile_max = m;
+            for (int j = 0; j < BK; ++j) {
+                const int key = s0 + j;
+                VT part = (VT)(0.0f);
+                for (int d = 0; d < QV; ++d)
+                    part += qr[d] * KROW(j, d);
+#if VW == 4
+                float sc = part.x + part.y + part.z + part.w;
+#else
+                float sc = part;
+#endif
+#if MASK != 0
+                if (key < S) {
+                    const MT mv = mask[mask_base[bh] + i * mask_row + key * mask_col];
+#if MASK == 1
+                    sc += (float)mv;
+#elif MASK == 2
+                    sc = mv ? sc : -INFINITY;
+#else
+                    sc = mv ? -INFINITY : sc;
+#endif
+                }
+#endif
+                if (key >= S || (CAUSAL && key > i))
+                    sc = -INFINITY;
+                s[j] = sc;
+                nan_score |= isnan(sc);
+                tile_max = sc > tile_max ? sc : tile_max;   // NaN never wins: it reaches o below
+            }
+            if (tile_max != -INFINITY) {   // else every key so far is masked: nothing to add
+                const float correction = exp(m - tile_max);   // e^-inf = 0 on the first tile
+                l *= correction;
+                for (int d = 0; d < OV; ++d)
+                    acc[d] *= correction;
+                for (int j = 0; j < BK; ++j) {
+                    const float p = exp(s[j] - tile_max);
+                    l += p;
+                    for (int d = 0; d < OV; ++d)
+                        acc[d] += p * VROW(j, d);
+                }
+                m = tile_max;
+            }
+        }
+#if !DIRECT
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+#undef KROW
+#undef VROW
+    }
+    if (!live)
+        return;
+    __global float *op = o + o_base[bh] + i * o_row;
+#if SAFE
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;   // a fully masked row: zeros
+#else
+    const float inv = 1.0f / l;                     // a fully masked row: 0 * inf = NaN
+#endif
+    const float scale_out = nan_score ? NAN : inv;
+    for (int d = 0; d < OV; ++d)
+        VSTORE(acc[d] * scale_out, op, d);
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// attention_keys: the CPU kernel (see the top of the file). Same arguments as attention_rows.
+#if defined(BK) && BK % 8 == 0
+#define NV 8
+#define KV float8
+#define KLOAD(p, i) vload8((i), (p))
+#define HV8 ((HV + 7) / 8)   // float8s per output row (the last one padded with zeros)
+
+// The mask's value for key `key` of row `i`, as the score it leaves (-inf where it forbids)
+inline float masked(float score, const int key, const int i, const int S,
+                    __global const MT *mask, const int base, const int mask_row,
+                    const int mask_col)
+{
+    if (key >= S || (CAUSAL && key > i))
+        return -INFINITY;
+#if MASK == 1
+    return score + (float)mask[base + i * mask_row + key * mask_col];
+#elif MASK == 2
+    return mask[base + i * mask_row + key * mask_col] ? score : -INFINITY;
+#elif MASK == 3
+    return mask[base + i * mask_row + key * mask_col] ? -INFINITY : score;
+#else
+    return score;
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void attention_keys(__global const float *q, __global const int *q_base, const int q_row,
+                    __global const float *k, __global const int *k_base, const int k_row,
+                    __global const float *v, __global const int *v_base, const int v_row,
+                    __global float *o, __global const int *o_base, const int o_row,
+                    const int L, const int S, const float scale,
+                    __global const MT *mask, __global const int *mask_base, const int mask_row,
+                    const int mask_col)
+{
+    __local float kt[HD * BK];          // K's tile, transposed: kt[d * BK + j]
+    __local float vt[BK * HV8 * 8];     // V's tile, rows padded to whole float8s
+    const int bh = get_group_id(1);
+    const int lid = get_local_id(0);
+    const int i = get_group_id(0) * WG + lid;
+    const bool live = i < L;
+
+    float qr[HD];
+    KV acc[HV8];
+    const __global float *qp = q + q_base[bh] + (live ? i : 0) * q_row;
+    for (int d = 0; d < HD; ++d)
+        qr[d] = qp[d] * scale;
+    for (int d = 0; d < HV8; ++d)
+        acc[d] = (KV)(0.0f);
+    float m = -INFINITY, l = 0.0f;
+    bool nan_score = false;
+
+    const __global float *kp = k + k_base[bh];
+    const __global float *vp = v + v_base[bh];
+    const int mbase = MASK ? mask_base[bh] : 0;
+    for (int s0 = 0; s0 < S; s0 += BK) {
+        for (int t = lid; t < HD * BK; t += WG) {
+            const int j = t / HD, d = t - j * HD;           // read K row by row ...
+            kt[d * BK + j] = s0 + j < S ? kp[(s0 + j) * k_row + d] : 0.0f;   // ... store d-major
+        }
+        for (int t = lid; t < BK * HV8 * 8; t += WG) {
+            const int j = t / (HV8 * 8), d = t - j * (HV8 * 8);
+            vt[t] = s0 + j < S && d < HV ? vp[(s0 + j) * v_row + d] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (live) {
+            KV s[BK / NV];
+            KV tile_max8 = (KV)(-INFINITY);
+            for (int b = 0; b < BK / NV; ++b) {
+                KV sc = (KV)(0.0f);
+                for (int d = 0; d < HD; ++d)
+                    sc += qr[d] * KLOAD(kt + d * BK, b);
+                const int key0 = s0 + b * NV;
+                if (MASK || CAUSAL || key0 + NV > S) {   // the last tile, or a mask: per key
+                    float lane[NV];
+                    vstore8(sc, 0, lane);
+                    for (int c = 0; c < NV; ++c)
+                        lane[c] = masked(lane[c], key0 + c, i, S, mask, mbase, mask_row,
+                                         mask_col);
+                    sc = vload8(0, lane);
+                }
+                s[b] = sc;
+                nan_score |= any(isnan(sc));
+                tile_max8 = fmax(tile_max8, sc);   // fmax skips NaN, which reaches o anyway
+            }
+            float tile_max = fmax(fmax(fmax(tile_max8.s0, tile_max8.s1),
+                                       fmax(tile_max8.s2, tile_max8.s3)),
+                                  fmax(fmax(tile_max8.s4, tile_max8.s5),
+                                       fmax(tile_max8.s6, tile_max8.s7)));
+            tile_max = fmax(tile_max, m);
+            if (tile_max != -INFINITY) {
+                const float correction = exp(m - tile_max);
+                l *= correction;
+                for (int d = 0; d < HV8; ++d)
+                    acc[d] *= correction;
+                for (int b = 0; b < BK / NV; ++b) {
+                    const KV p = exp(s[b] - tile_max);   // one vector exp for NV keys
+                    float pj[NV];
+                    vstore8(p, 0, pj);
+                    l += (p.s0 + p.s1) + (p.s2 + p.s3) + (p.s4 + p.s5) + (p.s6 + p.s7);
+                    for (int c = 0; c < NV; ++c) {
+                        const __local float *row = vt + (b * NV + c) * HV8 * 8;
+                        for (int d = 0; d < HV8; ++d)
+                            acc[d] += pj[c] * vload8(d, row);
+                    }
+                }
+                m = tile_max;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (!live)
+        return;
+    __global float *op = o + o_base[bh] + i * o_row;
+#if SAFE
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#else
+    const float inv = 1.0f / l;
+#endif
+    const float scale_out = nan_score ? NAN : inv;
+    float out[HV8 * 8];
+    for (int d = 0; d < HV8; ++d)
+        vstore8(acc[d] * scale_out, d, out);
+    for (int d = 0; d < HV; ++d)
+        op[d] = out[d];
+}
+#endif
