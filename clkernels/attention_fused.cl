@@ -21,15 +21,9 @@
 // of a group are the SIMD lanes: every lane reads the same key from local memory (a broadcast),
 // and the loops over the head dim are unrolled (HD and HV are build options).
 //
-// Two kernels of the family, the same arithmetic in another order:
-// - attention_rows (GPUs): a work-item's head dims go by in float4s (VW=4), each score a dot
-//   product; the work-items of a warp are the SIMD lanes.
-// - attention_keys (CPU devices): PoCL runs a work-item's loops on SIMD registers only where
-//   the code itself is written in vectors, so the keys of a tile are the lanes: K's tile is
-//   stored transposed in local memory (head dim major) and NV scores are computed at once as a
-//   float8 (NV=8) sum of q[d] * K[d][j..j+7], with no horizontal sum per key; their exponentials
-//   are one vector exp (a scalar exp() is a library call per value on PoCL); the values are
-//   summed into the output row as float8s of the head dim.
+// A work-item's head dims go by in float4s (VW=4). On a GPU the work-items of a warp are the
+// SIMD lanes; on a CPU device PoCL vectorizes the group's work-items, each lane a query row,
+// every lane reading the same key from local memory.
 //
 // Rows of Q, K, V and O are contiguous (column stride 1); row b*h's first element is at
 // base[bh] of a per-(batch, head) offset table, rows `row` floats apart, so heads cut out of a
@@ -38,9 +32,9 @@
 // mask[mask_base[bh] + i * mask_row + j * mask_col]; CAUSAL lets query i see keys 0..i; with
 // SAFE a row whose every score is masked gives zeros (SDPA) instead of NaN (MultiheadAttention).
 //
-// Build options: HD, HV (head sizes of Q/K and of V), VW (attention_rows: 4 when both are
-// multiples of 4, the head dims read as float4, else 1), BK (keys per tile; attention_keys: a
-// multiple of 8), WG (rows per work-group), MASK, MT (the mask's element type), CAUSAL, SAFE.
+// Build options: HD, HV (head sizes of Q/K and of V), VW (4 when both are multiples of 4: the
+// head dims read as float4, else 1), BK (keys per tile), WG (rows per work-group), MASK, MT
+// (the mask's element type), CAUSAL, SAFE.
 
 #ifndef VW
 #define VW 1
@@ -62,9 +56,7 @@
 #ifndef MASK
 #define MASK 0
 #endif
-#ifndef DIRECT
-#define DIRECT 0
-#endif
+
 #ifndef MT
 #define MT float
 #endif
@@ -84,10 +76,8 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
                     __global const MT *mask, __global const int *mask_base, const int mask_row,
                     const int mask_col)
 {
-#if !DIRECT
     __local VT kt[BK * QV];
     __local VT vt[BK * OV];
-#endif
     const int bh = get_group_id(1);
     const int lid = get_local_id(0);
     const int i = get_group_id(0) * WG + lid;     // this work-item's query row
@@ -105,13 +95,6 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
     const __global float *kp = k + k_base[bh];
     const __global float *vp = v + v_base[bh];
     for (int s0 = 0; s0 < S; s0 += BK) {
-#if DIRECT
-        // CPU devices: every work-item reads the keys' rows from memory itself (the same rows
-        // for every row of the group: the caches serve them). With no barrier, PoCL runs the
-        // group's work-items as one loop it vectorizes, each SIMD lane a query row.
-#define KROW(j, d) (s0 + (j) < S ? VLOAD(kp + (s0 + (j)) * k_row, d) : (VT)(0.0f))
-#define VROW(j, d) (s0 + (j) < S ? VLOAD(vp + (s0 + (j)) * v_row, d) : (VT)(0.0f))
-#else
         // the group copies keys s0 .. s0+BK-1 of K and V into local memory (zeros past S)
         for (int t = lid; t < BK * QV; t += WG) {
             const int j = t / QV, d = t - j * QV;
@@ -122,9 +105,6 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
             vt[t] = s0 + j < S ? VLOAD(vp + (s0 + j) * v_row, d) : (VT)(0.0f);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-#define KROW(j, d) kt[(j) * QV + (d)]
-#define VROW(j, d) vt[(j) * OV + (d)]
-#endif
         if (live) {
             float s[BK];
             float tile_max = m;
@@ -132,7 +112,7 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
                 const int key = s0 + j;
                 VT part = (VT)(0.0f);
                 for (int d = 0; d < QV; ++d)
-                    part += qr[d] * KROW(j, d);
+                    part += qr[d] * kt[j * QV + d];
 #if VW == 4
                 float sc = part.x + part.y + part.z + part.w;
 #else
@@ -165,16 +145,12 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
                     const float p = exp(s[j] - tile_max);
                     l += p;
                     for (int d = 0; d < OV; ++d)
-                        acc[d] += p * VROW(j, d);
+                        acc[d] += p * vt[j * OV + d];
                 }
                 m = tile_max;
             }
         }
-#if !DIRECT
         barrier(CLK_LOCAL_MEM_FENCE);
-#endif
-#undef KROW
-#undef VROW
     }
     if (!live)
         return;
@@ -188,132 +164,3 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
     for (int d = 0; d < OV; ++d)
         VSTORE(acc[d] * scale_out, op, d);
 }
-
-
-// ---------------------------------------------------------------------------------------------
-// attention_keys: the CPU kernel (see the top of the file). Same arguments as attention_rows.
-#if defined(BK) && BK % 8 == 0
-#define NV 8
-#define KV float8
-#define KLOAD(p, i) vload8((i), (p))
-#define HV8 ((HV + 7) / 8)   // float8s per output row (the last one padded with zeros)
-
-// The mask's value for key `key` of row `i`, as the score it leaves (-inf where it forbids)
-inline float masked(float score, const int key, const int i, const int S,
-                    __global const MT *mask, const int base, const int mask_row,
-                    const int mask_col)
-{
-    if (key >= S || (CAUSAL && key > i))
-        return -INFINITY;
-#if MASK == 1
-    return score + (float)mask[base + i * mask_row + key * mask_col];
-#elif MASK == 2
-    return mask[base + i * mask_row + key * mask_col] ? score : -INFINITY;
-#elif MASK == 3
-    return mask[base + i * mask_row + key * mask_col] ? -INFINITY : score;
-#else
-    return score;
-#endif
-}
-
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void attention_keys(__global const float *q, __global const int *q_base, const int q_row,
-                    __global const float *k, __global const int *k_base, const int k_row,
-                    __global const float *v, __global const int *v_base, const int v_row,
-                    __global float *o, __global const int *o_base, const int o_row,
-                    const int L, const int S, const float scale,
-                    __global const MT *mask, __global const int *mask_base, const int mask_row,
-                    const int mask_col)
-{
-    __local float kt[HD * BK];          // K's tile, transposed: kt[d * BK + j]
-    __local float vt[BK * HV8 * 8];     // V's tile, rows padded to whole float8s
-    const int bh = get_group_id(1);
-    const int lid = get_local_id(0);
-    const int i = get_group_id(0) * WG + lid;
-    const bool live = i < L;
-
-    float qr[HD];
-    KV acc[HV8];
-    const __global float *qp = q + q_base[bh] + (live ? i : 0) * q_row;
-    for (int d = 0; d < HD; ++d)
-        qr[d] = qp[d] * scale;
-    for (int d = 0; d < HV8; ++d)
-        acc[d] = (KV)(0.0f);
-    float m = -INFINITY, l = 0.0f;
-    bool nan_score = false;
-
-    const __global float *kp = k + k_base[bh];
-    const __global float *vp = v + v_base[bh];
-    const int mbase = MASK ? mask_base[bh] : 0;
-    for (int s0 = 0; s0 < S; s0 += BK) {
-        for (int t = lid; t < HD * BK; t += WG) {
-            const int j = t / HD, d = t - j * HD;           // read K row by row ...
-            kt[d * BK + j] = s0 + j < S ? kp[(s0 + j) * k_row + d] : 0.0f;   // ... store d-major
-        }
-        for (int t = lid; t < BK * HV8 * 8; t += WG) {
-            const int j = t / (HV8 * 8), d = t - j * (HV8 * 8);
-            vt[t] = s0 + j < S && d < HV ? vp[(s0 + j) * v_row + d] : 0.0f;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (live) {
-            KV s[BK / NV];
-            KV tile_max8 = (KV)(-INFINITY);
-            for (int b = 0; b < BK / NV; ++b) {
-                KV sc = (KV)(0.0f);
-                for (int d = 0; d < HD; ++d)
-                    sc += qr[d] * KLOAD(kt + d * BK, b);
-                const int key0 = s0 + b * NV;
-                if (MASK || CAUSAL || key0 + NV > S) {   // the last tile, or a mask: per key
-                    float lane[NV];
-                    vstore8(sc, 0, lane);
-                    for (int c = 0; c < NV; ++c)
-                        lane[c] = masked(lane[c], key0 + c, i, S, mask, mbase, mask_row,
-                                         mask_col);
-                    sc = vload8(0, lane);
-                }
-                s[b] = sc;
-                nan_score |= any(isnan(sc));
-                tile_max8 = fmax(tile_max8, sc);   // fmax skips NaN, which reaches o anyway
-            }
-            float tile_max = fmax(fmax(fmax(tile_max8.s0, tile_max8.s1),
-                                       fmax(tile_max8.s2, tile_max8.s3)),
-                                  fmax(fmax(tile_max8.s4, tile_max8.s5),
-                                       fmax(tile_max8.s6, tile_max8.s7)));
-            tile_max = fmax(tile_max, m);
-            if (tile_max != -INFINITY) {
-                const float correction = exp(m - tile_max);
-                l *= correction;
-                for (int d = 0; d < HV8; ++d)
-                    acc[d] *= correction;
-                for (int b = 0; b < BK / NV; ++b) {
-                    const KV p = exp(s[b] - tile_max);   // one vector exp for NV keys
-                    float pj[NV];
-                    vstore8(p, 0, pj);
-                    l += (p.s0 + p.s1) + (p.s2 + p.s3) + (p.s4 + p.s5) + (p.s6 + p.s7);
-                    for (int c = 0; c < NV; ++c) {
-                        const __local float *row = vt + (b * NV + c) * HV8 * 8;
-                        for (int d = 0; d < HV8; ++d)
-                            acc[d] += pj[c] * vload8(d, row);
-                    }
-                }
-                m = tile_max;
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (!live)
-        return;
-    __global float *op = o + o_base[bh] + i * o_row;
-#if SAFE
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-#else
-    const float inv = 1.0f / l;
-#endif
-    const float scale_out = nan_score ? NAN : inv;
-    float out[HV8 * 8];
-    for (int d = 0; d < HV8; ++d)
-        vstore8(acc[d] * scale_out, d, out);
-    for (int d = 0; d < HV; ++d)
-        op[d] = out[d];
-}
-#endif
