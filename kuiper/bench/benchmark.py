@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from kuiper.bench.columns import (
     bench_kuiper,
+    bench_kuiper_device,
     bench_onnxruntime,
     bench_torch,
     bench_torch_cuda,
@@ -74,9 +75,19 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
     jobs: list[tuple[str, Callable]] = []
     for b in backends:
         jobs.append((f"kuiper {b}", lambda b=b: bench_kuiper(path, b, inputs, args)))
+        if b == "opencl":   # and with its data on the device, like PyTorch's GPU tensors
+            jobs.append(("kuiper opencl, device I/O",
+                         lambda: bench_kuiper_device(path, inputs, args)))
     runners = {"torch": bench_torch, "onnxruntime": bench_onnxruntime,
                "torch-cuda": lambda *a: bench_torch_cuda(*a, tf32=False),
-               "torch-cuda-default": lambda *a: bench_torch_cuda(*a, tf32=None)}
+               "torch-cuda-default": lambda *a: bench_torch_cuda(*a, tf32=None),
+               "torch-cuda-device": lambda *a: bench_torch_cuda(*a, tf32=False, resident=True),
+               "torch-compile": lambda *a: bench_torch_cuda(*a, tf32=False, resident=True,
+                                                            compiled=True),
+               "torch-compile-tf32": lambda *a: bench_torch_cuda(*a, tf32=True, resident=True,
+                                                                 compiled=True),
+               "torch-compile-fp16": lambda *a: bench_torch_cuda(*a, resident=True,
+                                                                 compiled=True, half=True)}
     for ref in against:
         jobs.append((ref, lambda ref=ref: runners[ref](path, inputs, args)))
 

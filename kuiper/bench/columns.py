@@ -61,6 +61,30 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
     return column
 
 
+def bench_kuiper_device(path: str, inputs: list[np.ndarray], args: dict) -> Column:
+    """Kuiper on OpenCL with its inputs and outputs on the device (pyopencl arrays in and
+    out, `device_outputs=True`): what a pipeline of models on a GPU pays, and the like for
+    like of PyTorch with tensors on the GPU. Each run waits for the device at its end."""
+    from kuiper.graph.load import load
+
+    options = {"device": args["device"]} if args["device"] else {}
+    if args.get("memory"):
+        options["memory"] = args["memory"]
+    graph = load(path, backend="opencl", input_shapes=[x.shape for x in inputs],
+                 params=args["params"], passes=args.get("passes"), **options)
+    runtime = graph.executor.runtime
+    on_device = [runtime.to_device(x) for x in inputs]
+    column = Column(f"kuiper opencl, device I/O ({runtime.device.name.strip()})")
+    column.outputs = [y.get() for y in graph.forward(*on_device, device_outputs=True)]
+
+    def run():
+        graph.forward(*on_device, device_outputs=True)
+        runtime.queue.finish()
+
+    column.run = run
+    return column
+
+
 def peak_memory(graph, device_peak: int | None) -> str:
     """What `kuiper bench` says of memory. OpenCL: the runtime's counter of device buffers
     held at once (weights, activations, workspaces) during the build and a first run. CPU:
@@ -125,13 +149,18 @@ def bench_torch(path: str, inputs: list[np.ndarray], args: dict) -> Column:
 
 
 def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict,
-                     tf32: bool | None = None) -> Column:
-    """PyTorch eager on the GPU; `tf32=False` forces true fp32, None keeps PyTorch's defaults.
+                     tf32: bool | None = None, resident: bool = False, compiled: bool = False,
+                     half: bool = False) -> Column:
+    """PyTorch on the GPU; `tf32=False` forces true fp32, None keeps PyTorch's defaults, True
+    allows TF32 tensor cores everywhere; `half`: the model and its inputs in float16.
 
-    Each timed run is what Kuiper's is: from the host arrays in to the host arrays out (the
-    inputs copied to the GPU, the outputs back, which also waits for the GPU). Timing only the
-    model on tensors already on the GPU would leave out copies Kuiper's time includes: for
-    YOLOv5s at 640 they are several milliseconds, more than the kernels."""
+    By default each timed run is what Kuiper's host-to-host run is: from the host arrays in to
+    the host arrays out (the inputs copied to the GPU, the outputs back, which also waits for
+    the GPU): for YOLOv5s at 640 the copies are several milliseconds, more than the kernels.
+    `resident`: the inputs are on the GPU before the run and the outputs stay there (the run
+    ends by waiting for the GPU), which is what a PyTorch user keeping tensors on the GPU
+    pays; `compiled`: torch.compile(mode="reduce-overhead"), CUDA graphs included, the
+    strongest PyTorch there is (its compile happens before timing)."""
     import torch
 
     from kuiper.bench.reference import load_torch_reference
@@ -141,20 +170,34 @@ def bench_torch_cuda(path: str, inputs: list[np.ndarray], args: dict,
     if tf32 is not None:
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
-    mode = "fp32, TF32 off" if tf32 is False else "defaults"
-    model = load_torch_reference(path, args["params"]).cuda()
-    column = Column(f"torch {torch.__version__} cuda ({mode})")
+    mode = {False: "fp32, TF32 off", None: "defaults", True: "TF32"}[tf32]
+    mode = "fp16" if half else mode
+    model = load_torch_reference(path, args["params"]).cuda().eval()
+    if half:
+        model = model.half()
+    if compiled:
+        model = torch.compile(model, mode="reduce-overhead")
+    how = ("torch.compile, " if compiled else "") + ("tensors on the GPU" if resident
+                                                       else "host arrays")
+    column = Column(f"torch {torch.__version__} cuda ({mode}; {how})")
+
+    def device_inputs():
+        return [torch.from_numpy(x).cuda().half() if half and x.dtype == np.float32
+                else torch.from_numpy(x).cuda() for x in inputs]
+
+    resident_inputs = device_inputs()
     with torch.inference_mode():
-        out = model(*[torch.from_numpy(x).cuda() for x in inputs])
+        out = model(*resident_inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     column.outputs = [o.float().cpu().numpy() for o in outs if isinstance(o, torch.Tensor)]
 
     def run():
         with torch.inference_mode():
-            out = model(*[torch.from_numpy(x).cuda() for x in inputs])
-            for o in out if isinstance(out, (tuple, list)) else (out,):
-                if isinstance(o, torch.Tensor):
-                    o.cpu()
+            out = model(*(resident_inputs if resident else device_inputs()))
+            if not resident:
+                for o in out if isinstance(out, (tuple, list)) else (out,):
+                    if isinstance(o, torch.Tensor):
+                        o.cpu()
         torch.cuda.synchronize()
 
     column.run = run

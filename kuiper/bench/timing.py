@@ -14,9 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-# torch-cuda: fp32 with TF32 off everywhere (the like-for-like fp32 comparison);
-# torch-cuda-default: PyTorch's defaults (cuDNN convolutions may use TF32 tensor cores).
-REFERENCES = ("torch", "onnxruntime", "torch-cuda", "torch-cuda-default")
+# On the CPU: torch (eager) and onnxruntime. On a CUDA GPU (columns.bench_torch_cuda):
+# torch-cuda: eager, fp32 with TF32 off everywhere (the like-for-like fp32 comparison), host
+#   arrays in and out as Kuiper's host-to-host column;
+# torch-cuda-default: the same with PyTorch's defaults (cuDNN convolutions may use TF32);
+# torch-cuda-device: eager fp32 with the tensors on the GPU (Kuiper's "device I/O" column);
+# torch-compile, -tf32, -fp16: torch.compile(mode="reduce-overhead") with the tensors on the
+#   GPU, in fp32 (TF32 off), with TF32 allowed, and of model.half(): the strongest anchors.
+REFERENCES = ("torch", "onnxruntime", "torch-cuda", "torch-cuda-default", "torch-cuda-device",
+              "torch-compile", "torch-compile-tf32", "torch-compile-fp16")
 
 
 PROFILE_RUNS = 5

@@ -95,6 +95,11 @@ def _pnnx_hint(op: RuntimeOperator) -> str:
             f"writes for {op.type}?")
 
 
+def is_device_array(x: Any) -> bool:
+    """A pyopencl array (without importing pyopencl: the cpu backend runs without it)."""
+    return type(x).__module__.startswith("pyopencl") and hasattr(x, "base_data")
+
+
 def _np_dtype(suffix: str | None) -> np.dtype:
     dt = DTYPES.get(suffix or "f32")
     return np.dtype(np.float32) if dt is None or suffix == "bf16" else dt
@@ -410,14 +415,20 @@ class RuntimeGraph:
     # --- run ------------------------------------------------------------------------------------
     def forward(self, *inputs: Any, observer: Observer | None = None,
                 outputs: str | Sequence[str] | None = None,
-                return_dict: bool = False) -> list[np.ndarray] | dict[str, np.ndarray]:
+                return_dict: bool = False,
+                device_outputs: bool | None = None) -> list[Any] | dict[str, Any]:
         """Run the model; returns a list with one NumPy array per graph output.
 
         `inputs`: arrays in the order of `graph.inputs`, or one dict keyed by input name or
-        alias, `{"in0": x}`. `outputs`: names to return instead, in that order: graph outputs
-        by name or alias ("out0"), or any operand inside the graph (ncnn's extract).
-        `return_dict=True` returns {name: array}, keyed by the names asked for (default: the
-        graph outputs' names). See kuiper/graph/named_io.py."""
+        alias, `{"in0": x}`. On the opencl backend an input may also be a pyopencl array of the
+        graph's context (`graph.executor.runtime`): it is copied on the device, never through
+        the host. `outputs`: names to return instead, in that order: graph outputs by name or
+        alias ("out0"), or any operand inside the graph (ncnn's extract). `return_dict=True`
+        returns {name: array}, keyed by the names asked for (default: the graph outputs'
+        names). `device_outputs=True` (opencl only; None: what `kuiper.load(...,
+        device_outputs=...)` chose) returns pyopencl arrays instead, without waiting for the
+        device: a pipeline of models passes them on with no host copy. See
+        kuiper/graph/named_io.py."""
         with self._lock:  # one call at a time per graph (see the class docstring)
             if self.state != GraphState.COMPLETE:
                 raise self._not_ready("forward()")
@@ -429,19 +440,26 @@ class RuntimeGraph:
             shapes = [a.shape for a in arrays]
             if shapes != self._built_shapes:
                 self.build(shapes)  # a new input size: infer shapes (and rebind kernels) again
-            if names is None:  # executors of plugins may not take outputs=
-                values = self.executor.run(arrays, observer)
-            else:
-                values = self.executor.run(arrays, observer, outputs=names)
+            extra = {}
+            if device_outputs is not None:
+                if device_outputs and self.backend != "opencl":
+                    raise InputError(f"device_outputs=True returns OpenCL arrays: load the model "
+                                     f"with backend='opencl' (this graph runs on "
+                                     f"{self.backend})")
+                extra["device_outputs"] = bool(device_outputs)
+            if names is not None:  # executors of plugins may not take outputs=
+                extra["outputs"] = names
+            values = self.executor.run(arrays, observer, **extra)
             if not return_dict:
                 return values
             keys = asked if asked is not None else [o.name for o in self.output_operands]
             return dict(zip(keys, values))
 
     def __call__(self, *inputs: Any, outputs: str | Sequence[str] | None = None,
-                 return_dict: bool = False) -> Any:
+                 return_dict: bool = False, device_outputs: bool | None = None) -> Any:
         """`y = g(x)` for one output, a tuple for several (or a dict with return_dict)."""
-        result = self.forward(*inputs, outputs=outputs, return_dict=return_dict)
+        result = self.forward(*inputs, outputs=outputs, return_dict=return_dict,
+                              device_outputs=device_outputs)
         if return_dict:
             return result
         return result[0] if len(result) == 1 else tuple(result)
@@ -483,6 +501,11 @@ class RuntimeGraph:
                              f"({', '.join(str(p) for p in self.inputs)}), got {len(inputs)}")
         arrays = []
         for port, x in zip(self.inputs, inputs):
+            if is_device_array(x):
+                if self.backend == "opencl":
+                    arrays.append(self._check_device_input(port, x))
+                    continue
+                x = x.get()   # the cpu backend computes on the host: one download
             a = np.asarray(x)
             declared = port.shape
             if len(a.shape) != len(declared):
@@ -495,6 +518,27 @@ class RuntimeGraph:
                 a = a.astype(port.dtype)
             arrays.append(np.ascontiguousarray(a).reshape(a.shape))  # keeps 0-dim inputs 0-dim
         return arrays
+
+    def _check_device_input(self, port: Port, x: Any) -> Any:
+        """A pyopencl array given as input `port`: of its rank and dtype, contiguous, and in
+        the graph's OpenCL context (another context's buffers mean nothing here)."""
+        if len(x.shape) != len(port.shape):
+            raise InputError(f"input '{port.name}' should be {len(port.shape)}-D like {port}, "
+                             f"got a device array of shape {x.shape}")
+        if x.dtype != port.dtype:
+            raise InputError(f"input '{port.name}' should be {port.dtype.name}, got a device "
+                             f"array of {x.dtype.name}: convert it on the device first "
+                             f"(x.astype(np.{port.dtype.name}))")
+        if not x.flags.c_contiguous:
+            raise InputError(f"input '{port.name}': a non-contiguous device array (a strided "
+                             "view); pass a contiguous one (x.copy())")
+        runtime = getattr(self.executor, "runtime", None)
+        if runtime is not None and x.context != runtime.context:
+            raise InputError(f"input '{port.name}': a device array of another OpenCL context "
+                             f"than this graph's ({runtime.name}); create it with the graph's "
+                             "runtime (graph.executor.runtime.queue), or load both models with "
+                             "the same `runtime=`")
+        return x
 
     # --- introspection --------------------------------------------------------------------------
     @property

@@ -245,6 +245,7 @@ class OpenCLRuntime:
         # Built programs, of kernel files and of generated sources alike (see `_cached`).
         self._programs: dict[tuple[str, str, tuple[str, ...]], object] = {}
         self.allocated_bytes = self.peak_bytes = 0  # device memory held, see `buffer`
+        self._pool = None  # pyopencl MemoryPool for the arrays graphs return (see `pool`)
 
     @property
     def name(self) -> str:
@@ -368,13 +369,26 @@ class OpenCLRuntime:
         origin must be a multiple of it."""
         return max(int(self.device.mem_base_addr_align) // 8, 1)
 
-    def empty(self, shape, dtype=np.float32):
+    def empty(self, shape, dtype=np.float32, pooled: bool = False):
+        """A device array; `pooled`: from the runtime's memory pool (what a graph returns with
+        device_outputs: one allocation per run, recycled once the caller drops the array)."""
         import pyopencl.array as cla
-        return cla.empty(self.queue, tuple(shape), np.dtype(dtype), allocator=self.buffer)
+        allocator = self.pool if pooled else self.buffer
+        return cla.empty(self.queue, tuple(shape), np.dtype(dtype), allocator=allocator)
 
-    def to_device(self, host: np.ndarray):
+    def to_device(self, host: np.ndarray, pooled: bool = False):
         import pyopencl.array as cla
-        return cla.to_device(self.queue, np.ascontiguousarray(host), allocator=self.buffer)
+        allocator = self.pool if pooled else self.buffer
+        return cla.to_device(self.queue, np.ascontiguousarray(host), allocator=allocator)
+
+    @property
+    def pool(self):
+        """pyopencl's memory pool on this queue, made on first use."""
+        if self._pool is None:
+            from pyopencl.tools import ImmediateAllocator, MemoryPool
+
+            self._pool = MemoryPool(ImmediateAllocator(self.queue))
+        return self._pool
 
 
 def _counted_buffer_class():

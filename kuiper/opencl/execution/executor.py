@@ -114,13 +114,17 @@ class OpenCLExecutor:
 
     def __init__(self, graph, device: str | None = None, out_of_order: bool = False,
                  profiling: bool = False, runtime: OpenCLRuntime | None = None,
-                 memory: str | None = None):
+                 memory: str | None = None, device_outputs: bool = False):
         # One runtime per device and queue kind per process: programs are built once for every
         # graph; a rebuild for a new input size keeps it too.
         self.runtime = runtime or OpenCLRuntime.shared(device, out_of_order, profiling)
         self.memory = (check_strategy(memory) if memory is not None
                        else default_strategy(self.runtime.device))
         self.graph = graph
+        if not isinstance(device_outputs, bool):
+            raise KuiperError(f"device_outputs={device_outputs!r}: expected True (outputs as "
+                              "pyopencl arrays on the device) or False (NumPy arrays)")
+        self.device_outputs = device_outputs   # the default of run(device_outputs=None)
         self._warned: list[str] = []  # the fallbacks last warned about (see _warn_fallbacks)
         # The first build compiles the kernels (seconds on PoCL; the runtime caches them, so a
         # rebuild or a second graph is fast): say so, for a status line under -v.
@@ -359,19 +363,28 @@ class OpenCLExecutor:
             raise op.error(f"{too_large}: run the model on the cpu backend")
         return described
 
-    def run(self, inputs: list[np.ndarray], observer: Observer | None = None,
-            outputs: Sequence[str] | None = None) -> list:
+    def run(self, inputs: list, observer: Observer | None = None,
+            outputs: Sequence[str] | None = None, device_outputs: bool | None = None) -> list:
         """Run once; returns the graph outputs, or the operands named in `outputs` (any
         operand: every one has its own device array, or is a view or a folded constant).
+
+        `inputs` are NumPy arrays, or pyopencl arrays of this runtime's context (copied on the
+        device, with no trip through the host). `device_outputs` (None: the executor's
+        default) returns pyopencl arrays, fresh for every run, without waiting for the device:
+        each carries the event of its copy, and a later kernel on the same queue, or
+        `array.get()`, waits for it. Otherwise NumPy arrays, after the one host wait.
 
         With an observer, or when `outputs` names a value the plan does not keep (a fused
         producer's raw output), the run uses a second binding without the optimizing passes
         (kuiper/opencl/execution/unfused.py), made on the first such run."""
         cl, queue, graph = self.runtime.cl, self.runtime.queue, self.graph
         plan = graph.plan
+        on_device = self.device_outputs if device_outputs is None else device_outputs
         if plan.skips_anything and (observer is not None
                                     or (outputs is not None and not plan.serves(outputs))):
-            return self._unoptimized_executor().run(inputs, observer, outputs)
+            results = self._unoptimized_executor().run(inputs, observer, outputs)
+            return [self.runtime.to_device(r, pooled=True) for r in results] if on_device \
+                else results
         if outputs is not None:  # a no-op's or a fused chain's output is another operand
             outputs = [plan.resolve(name) for name in outputs]
         events: dict[str, list] = {}
@@ -379,9 +392,13 @@ class OpenCLExecutor:
         early = self._early_downloads(outputs)
         for op, x in zip(graph.input_ops, inputs):
             name = op.outputs[0].name
-            if x.size:  # an empty tensor has no buffer to copy into
+            if x.size and isinstance(x, np.ndarray):  # empty: no buffer to copy into
                 events[name] = [cl.enqueue_copy(queue, self.arrays[name].data, x,
                                                 is_blocking=False)]
+            elif x.size:   # a device array: copied on the device, after its producer
+                events[name] = [cl.enqueue_copy(queue, self.arrays[name].data, x.base_data,
+                                                byte_count=x.nbytes, src_offset=x.offset,
+                                                wait_for=list(x.events) or None)]
             if name in early:
                 early[name] = self._download(name, events.get(name, []))
         # An in-order queue runs its commands one after the other: a kernel never starts
@@ -425,10 +442,32 @@ class OpenCLExecutor:
         self.last_events = events
         if outputs is None:
             outputs = [plan.resolve(o.name) for o in graph.output_operands]
+        if on_device:   # no host wait: the copies carry their events
+            return [self.runtime.to_device(early[name], pooled=True)
+                    if early.get(name) is not None
+                    else self._device_copy(name, events.get(name, [])) for name in outputs]
         results = [early[name] if early.get(name) is not None
                    else self._download(name, events.get(name, [])) for name in outputs]
         queue.finish()  # the one host wait of the inference
         return results
+
+    def _device_copy(self, name: str, wait_for: list):
+        """A fresh device array (from the runtime's pool) holding operand `name`: a copy, so
+        that the next run, which reuses the operand's bytes, cannot change what was returned."""
+        value = self.dynamic_values.get(name)
+        array = self.arrays.get(name)
+        spec = self.graph.specs[name]
+        if value is not None or array is None or spec.known:   # a host value: upload it
+            host = value if value is not None else np.asarray(spec.value, spec.dtype)
+            return self.runtime.to_device(host, pooled=True)
+        result = self.runtime.empty(spec.shape, spec.dtype, pooled=True)
+        if result.nbytes:
+            event = self.runtime.cl.enqueue_copy(self.runtime.queue, result.data,
+                                                 array.base_data, byte_count=result.nbytes,
+                                                 src_offset=array.offset,
+                                                 wait_for=wait_for or None)
+            result.add_event(event)
+        return result
 
     def _early_downloads(self, outputs) -> dict:
         """Operands asked for by name that are not graph outputs: with a memory plan, a later
