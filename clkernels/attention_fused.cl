@@ -28,13 +28,16 @@
 // Rows of Q, K, V and O are contiguous (column stride 1); row b*h's first element is at
 // base[bh] of a per-(batch, head) offset table, rows `row` floats apart, so heads cut out of a
 // projected (tokens, 3E) buffer, broadcast batch dims and grouped-query K/V heads all work
-// without a copy. The mask (MASK: 0 none, 1 float added, 2 bool keep, 3 bool drop) is read at
-// mask[mask_base[bh] + i * mask_row + j * mask_col]; CAUSAL lets query i see keys 0..i; with
-// SAFE a row whose every score is masked gives zeros (SDPA) instead of NaN (MultiheadAttention).
+// without a copy. With K_TRANSPOSED, K is given as K^T, rows of `S` keys, one per head dim
+// (k_row is then the distance between two dims' rows): the matmul(Q, K^T) of an attention
+// written out by hand (kuiper/passes/fuse_attention.py). The mask (MASK: 0 none, 1 float
+// added, 2 bool keep, 3 bool drop) is read at mask[mask_base[bh] + i * mask_row + j *
+// mask_col]; CAUSAL lets query i see keys 0..i; with SAFE a row whose every score is masked
+// gives zeros (SDPA) instead of NaN (MultiheadAttention).
 //
 // Build options: HD, HV (head sizes of Q/K and of V), VW (4 when both are multiples of 4: the
 // head dims read as float4, else 1), BK (keys per tile), WG (rows per work-group), MASK, MT
-// (the mask's element type), CAUSAL, SAFE.
+// (the mask's element type), CAUSAL, SAFE, K_TRANSPOSED.
 
 #ifndef VW
 #define VW 1
@@ -55,6 +58,9 @@
 
 #ifndef MASK
 #define MASK 0
+#endif
+#ifndef K_TRANSPOSED
+#define K_TRANSPOSED 0
 #endif
 
 #ifndef MT
@@ -96,10 +102,19 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
     const __global float *vp = v + v_base[bh];
     for (int s0 = 0; s0 < S; s0 += BK) {
         // the group copies keys s0 .. s0+BK-1 of K and V into local memory (zeros past S)
+#if K_TRANSPOSED
+        // K given as K^T (head dim major, a matmul's operand): key j of dim d at kp[d * S + j].
+        // Neighbouring work-items read neighbouring keys of one dim: coalesced reads.
+        for (int t = lid; t < BK * HD; t += WG) {
+            const int d = t / BK, j = t - d * BK;
+            ((__local float *)kt)[j * HD + d] = s0 + j < S ? kp[d * k_row + s0 + j] : 0.0f;
+        }
+#else
         for (int t = lid; t < BK * QV; t += WG) {
             const int j = t / QV, d = t - j * QV;
             kt[t] = s0 + j < S ? VLOAD(kp + (s0 + j) * k_row, d) : (VT)(0.0f);
         }
+#endif
         for (int t = lid; t < BK * OV; t += WG) {
             const int j = t / OV, d = t - j * OV;
             vt[t] = s0 + j < S ? VLOAD(vp + (s0 + j) * v_row, d) : (VT)(0.0f);

@@ -6,6 +6,7 @@ After shapes are inferred, each pass reads the graph and writes into one backend
     fold_constants    operators whose outputs are known at build time never run   kuiper/passes/
     eliminate_dead    operators whose outputs reach no graph output never run     kuiper/passes/
     eliminate_noops   identity reshapes, casts, copies, expands: output is input   kuiper/passes/
+    fuse_attention    matmul, scale, softmax, matmul: one fused attention          kuiper/passes/
     fuse_epilogues    activation / residual add folded into the producer before    kuiper/passes/
     plan_memory       which operands share memory                                  kuiper/memory/
 
@@ -24,10 +25,12 @@ from kuiper.memory.plan_memory import plan_memory
 from kuiper.passes.eliminate_dead import eliminate_dead
 from kuiper.passes.eliminate_noops import eliminate_noops
 from kuiper.passes.fold_constants import fold_constants
+from kuiper.passes.fuse_attention import fuse_attention
 from kuiper.passes.fuse_epilogues import fuse_epilogues
 from kuiper.passes.plan import Plan
 
-PIPELINE = (fold_constants, eliminate_dead, eliminate_noops, fuse_epilogues, plan_memory)
+PIPELINE = (fold_constants, eliminate_dead, eliminate_noops, fuse_attention, fuse_epilogues,
+            plan_memory)
 PASS_NAMES = tuple(p.__name__ for p in PIPELINE)
 
 def checked_names(names: Iterable[str] | None) -> tuple[str, ...]:

@@ -79,7 +79,7 @@ def fuse_epilogues(graph, plan: Plan) -> PassReport:
             return Step(op, constants)
         return None
 
-    for producer in plan.order:
+    for producer in map(plan.step, plan.order):
         # (a plugin's subclass may override forward without the epilogue: Kuiper's own only)
         if not plan.runs(producer) or len(producer.outputs) != 1 or not is_kuipers(
                 type(producer.layer)) or not getattr(producer.layer, "accepts_epilogue", False):

@@ -5,7 +5,8 @@ operators run and how: folded ones never run (their outputs are known constants)
 and no-ops never run either, and fused ones are applied by the producer before them. What an
 executor needs from it:
 
-- `steps`: the operators that run, in order;
+- `steps`: the operators that run, in order (an operator a pass replaced, by its
+  replacement: `step(op)`);
 - `resolve(name)`: the operand whose value `name` is (a no-op's output is its input, an
   absorbed activation's output is its producer's fused output);
 - `step_inputs(op)`: the operands a step reads (its inputs, resolved, and the residual of its
@@ -45,6 +46,8 @@ class Plan:
     aliases: dict[str, str] = field(default_factory=dict)  # operand -> the operand it is
     epilogues: dict[str, Any] = field(default_factory=dict)  # producer name -> Epilogue
     absorbed: dict[str, str] = field(default_factory=dict)   # operator -> producer absorbing it
+    # operator -> the operator that runs in its place (fuse_attention's kuiper.fused_attention)
+    replaced: dict[str, Any] = field(default_factory=dict)
     unavailable: set[str] = field(default_factory=set)  # operands no step keeps the value of
     reports: list[PassReport] = field(default_factory=list)
     memory: Any = None               # the memory planner's plan (kuiper/memory/), if any
@@ -60,9 +63,13 @@ class Plan:
         return not (op.name in self.folded or op.name in self.dead or op.name in self.noops
                     or op.name in self.absorbed)
 
+    def step(self, op):
+        """The operator that runs for `op`: `op` itself, or what a pass put in its place."""
+        return self.replaced.get(op.name, op)
+
     @property
     def steps(self) -> list:
-        return [op for op in self.order if self.runs(op)]
+        return [self.step(op) for op in self.order if self.runs(op)]
 
     def step_inputs(self, op) -> list[str]:
         """The operands `op` reads when it runs, resolved: its inputs, then its residual."""

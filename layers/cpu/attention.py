@@ -1,4 +1,6 @@
-"""Attention: F.scaled_dot_product_attention and nn.MultiheadAttention.
+"""Attention: F.scaled_dot_product_attention, nn.MultiheadAttention, and the attention a model
+writes out by hand, which the fuse_attention pass (kuiper/passes/fuse_attention.py) turns into
+one `kuiper.fused_attention` operator.
 
     scores = Q K^T * scale   ->   + masks   ->   softmax over keys   ->   @ V
 
@@ -26,6 +28,9 @@ from kuiper.layers.common.attention_roles import (
     resolve_inputs,
 )
 from kuiper.parser.values import DTYPES
+
+# The type of the operator fuse_attention makes: not a type pnnx writes
+FUSED_TYPE = "kuiper.fused_attention"
 
 
 def add_mask(scores: np.ndarray, mask: np.ndarray, bool_means_keep: bool) -> np.ndarray:
@@ -217,6 +222,53 @@ class MultiheadAttention(Layer):
         e = d.embed_dim
         projections = n * (length * e * e + source * e * (d.kdim + d.vdim) + length * e * e)
         return 2 * (projections + 2 * n * length * source * e)
+
+
+@register(FUSED_TYPE, backend="cpu")
+class FusedAttention(Layer):
+    """softmax(Q @ K^T * scale + mask) @ V, for an attention written out as matmul, scale (and
+    mask), softmax and matmul: made by the fuse_attention pass (kuiper/passes/
+    fuse_attention.py), never by pnnx. Inputs: Q (..., L, E), K^T (..., E, S) as the model's
+    first matmul reads it, V (..., S, Ev), and an additive mask broadcast to (..., L, S) when
+    `masked`. A row whose every score is -inf is NaN, as torch.softmax makes it."""
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.scale = op.float_param("scale")
+        layer.masked = op.bool_param("masked")
+        return layer
+
+    def infer(self, inputs):
+        self.expect_inputs(inputs, 4 if self.masked else 3)
+        q, kt, v = (s.shape for s in inputs[:3])
+        if any(s.dtype != np.float32 for s in inputs):
+            raise self.op.error("fused attention computes float32")
+        if min(len(q), len(kt), len(v)) < 2 or kt[-2] != q[-1] or kt[-1] != v[-2]:
+            raise self.shape_error(f"need Q (..., L, E), K^T (..., E, S), V (..., S, Ev); got "
+                                   f"{q}, {kt}, {v}")
+        try:
+            batch = tuple(np.broadcast_shapes(q[:-2], kt[:-2], v[:-2]))
+            if self.masked:
+                np.broadcast_shapes(inputs[3].shape, batch + (q[-2], kt[-1]))
+        except ValueError:
+            raise self.shape_error(f"batch dims of {q}, {kt}, {v} (and the mask) do not "
+                                   "broadcast") from None
+        self.batch, self.length, self.source = batch, q[-2], kt[-1]
+        self.check_budget((*batch, self.length, self.source), np.float32)
+        return [TensorSpec.of(batch + (q[-2], v[-1]), np.float32)]
+
+    def forward(self, inputs):
+        q, kt, v = inputs[:3]
+        scores = np.matmul(q, kt) * np.float32(self.scale)
+        if self.masked:
+            scores = scores + inputs[3].astype(np.float32)
+        return [np.matmul(softmax_last(scores, safe=False), v).astype(np.float32)]
+
+    def flops(self, inputs, outputs):
+        b = int(np.prod(self.batch, dtype=np.int64))
+        e, ev = inputs[0].shape[-1], inputs[2].shape[-1]
+        return 2 * b * self.length * self.source * (e + ev)
 
 
 def pad_columns(mask: np.ndarray, extra: int) -> np.ndarray:

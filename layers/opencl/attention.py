@@ -101,11 +101,15 @@ class _AttentionLaunches(OpenCLLayer):
         """attention_rows for len(q.offsets) heads of `rows` queries over `source` keys, heads
         of `head` (Q, K) and `value_head` (V, O) values. Views are (heads, rows, head) with
         column stride 1; `mask` is (device array, Strided view of it as (heads, rows,
-        source), kind, dtype) or None."""
+        source), kind, dtype) or None. K may instead be a view of K^T (row stride 1: the keys
+        of one head dim side by side)."""
         p = fused_parameters(self.runtime.device, head, value_head)
         vw = 4 if head % 4 == 0 and value_head % 4 == 0 else 1
+        # K given as K^T: key j of dim d at base + d * col + j (one dim: either way)
+        k_transposed = head > 1 and k.col != 1
         options = [f"-DHD={head}", f"-DHV={value_head}", f"-DVW={vw}", f"-DBK={p['BK']}",
-                   f"-DWG={p['WG']}", f"-DCAUSAL={int(causal)}", f"-DSAFE={int(safe)}"]
+                   f"-DWG={p['WG']}", f"-DCAUSAL={int(causal)}", f"-DSAFE={int(safe)}",
+                   f"-DK_TRANSPOSED={int(k_transposed)}"]
         tables = [self.upload(view.offsets) for view in (q, k, v, o)]
         args = []
         if mask is not None:
@@ -119,7 +123,8 @@ class _AttentionLaunches(OpenCLLayer):
         kernel = self.kernel("attention_rows", options, stem="attention_fused")
         i32 = np.int32
         kernel.set_args(q.array.data, tables[0].data, i32(q.row), k.array.data, tables[1].data,
-                        i32(k.row), v.array.data, tables[2].data, i32(v.row), o.array.data,
+                        i32(k.col if k_transposed else k.row), v.array.data, tables[2].data,
+                        i32(v.row), o.array.data,
                         tables[3].data, i32(o.row), i32(rows), i32(source),
                         np.float32(scale), *args)
         groups = -(-rows // p["WG"])
@@ -202,6 +207,32 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
         self.launches.append(self.softmax_launch(scores, nb * length, source, length, masks,
                                                  self.is_causal, safe=True))
         self.launches.append(strided_gemm_launch(self, length, v[-1], source, grid, v_view, out))
+
+
+@register(backend="opencl")
+class FusedAttention(_AttentionLaunches, attention.FusedAttention):
+    """The fuse_attention pass's operator: always the fused kernel, reading K^T in place."""
+
+    def bind(self, inputs, outputs, in_specs, out_specs):
+        self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
+        q, kt, v = (s.shape for s in in_specs[:3])
+        batch, length, source = self.batch, self.length, self.source
+        self.launches = []
+        if out_specs[0].numel == 0:
+            return
+        if max(q[-1], v[-1]) > MAX_FUSED_HEAD:
+            return self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
+                                          f"heads wider than {MAX_FUSED_HEAD} values")
+        k_view = transposed(strided(kt, batch + (kt[-2], source), inputs[1]))
+        mask = None
+        if self.masked:
+            m = in_specs[3]
+            mask = (inputs[3], strided(m.shape, batch + (length, source)), ADD, m.dtype)
+        self.launches = [self.fused_launch(
+            length, source, q[-1], v[-1], strided(q, batch + (length, q[-1]), inputs[0]),
+            k_view, strided(v, batch + (source, v[-1]), inputs[2]),
+            strided(out_specs[0].shape, batch + (length, v[-1]), outputs[0]), self.scale, mask,
+            causal=False, safe=False)]
 
 
 @register(backend="opencl")

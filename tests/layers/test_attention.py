@@ -462,3 +462,25 @@ def test_mha_vit_like_shapes_on_each_opencl_path(rng, path, embed, heads, tokens
     with torch.no_grad():
         expected = module(T(x), T(x), T(x), need_weights=False)[0]
     assert_close(y, expected.numpy(), what=f"ViT-like attention ({path})")
+
+
+# --- kuiper.fused_attention: what fuse_attention puts in place of a hand-written attention ----
+
+@pytest.mark.parametrize("q_shape, s, ev", [((2, 3, 13, 16), 13, 16), ((1, 2, 67, 80), 33, 24),
+                                            ((3, 1, 5), 70, 5), ((1, 4, 1, 3), 1, 7)])
+@pytest.mark.parametrize("masked", [False, True])
+def test_fused_attention_operator(backend, rng, q_shape, s, ev, masked):
+    q = rand(rng, *q_shape)
+    batch, e = q_shape[:-2], q_shape[-1]
+    kt = rand(rng, *batch, e, s)                 # K^T, as the model's first matmul reads it
+    v = rand(rng, *batch, s, ev)
+    inputs = [q, kt, v]
+    scores = T(q) @ T(kt) * 0.3
+    if masked:
+        mask = np.where(rng.random((*batch[:1], *([1] * (len(batch) - 1)), 1, s)) < 0.2,
+                        -1e4, 0.0).astype(np.float32)   # a padding mask, broadcast over rows
+        inputs.append(mask)
+        scores = scores + T(mask)
+    (y,) = run_operator("kuiper.fused_attention", inputs,
+                        params={"scale": 0.3, "masked": masked}, backend=backend)
+    assert_close(y, (torch.softmax(scores, dim=-1) @ T(v)).numpy())

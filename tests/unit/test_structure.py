@@ -46,9 +46,12 @@ def test_every_layer_stem_has_a_test_file():
 
 
 def test_every_kernel_file_is_used():
-    # layers, and the helpers that build kernels for them (opencl_helpers/epilogue.py ...)
-    sources = "\n".join(p.read_text() for folder in ("opencl", "opencl_helpers")
-                        for p in (ROOT / "layers" / folder).glob("*.py"))
+    # layers, and the rooms that build kernels for them (the convolution algorithms, the GEMMs,
+    # the executor's epilogue step ...)
+    folders = ("layers/opencl", "layers/opencl_helpers", "layers/opencl_conv",
+               "layers/opencl_gemm", "kuiper/opencl/execution")
+    sources = "\n".join(p.read_text() for folder in folders
+                        for p in (ROOT / folder).glob("*.py"))
     # a header may be included by a kernel file or by another header (gemm.h's families)
     includes = "\n".join(p.read_text() for p in [*KERNELS.glob("*.cl"), *KERNELS.glob("*.h")])
     stems = {_stem(c) for c in own("opencl").values()}

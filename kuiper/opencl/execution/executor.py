@@ -186,7 +186,7 @@ class OpenCLExecutor:
         readers = dynamic_readers(graph.order, specs)  # kuiper/opencl/execution/dynamic.py
         todo = []  # (operator, DynamicHostStep or None), in order; folded ones are done here
         plan = graph.plan  # what the passes decided (kuiper/passes/)
-        for op in graph.order:
+        for op in map(plan.step, graph.order):   # an operator a pass replaced: its replacement
             layer = op.layer
             if layer is None:
                 continue

@@ -1,0 +1,146 @@
+"""The fuse_attention pass on attention written out by hand (kuiper/passes/fuse_attention.py):
+real pnnx exports of Hugging Face-style blocks, on both backends, against PyTorch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import kuiper
+from kuiper.testing import assert_close
+
+FUSED = "kuiper.fused_attention"
+PNNX_FUSED = ("F.scaled_dot_product_attention", "nn.MultiheadAttention")
+
+
+def chain(graph) -> bool:
+    """Whether pnnx left the attention as matmul, softmax, matmul."""
+    return any(op.type == "F.softmax" for op in graph.order)
+
+
+class HandWritten(nn.Module):
+    """BERT's self-attention as Hugging Face writes it: Linear projections, heads by
+    view/permute, matmul with k.transpose, a scale, a mask, softmax, matmul."""
+
+    def __init__(self, embed=48, heads=3, scale="div", mask=True, softmax="torch"):
+        super().__init__()
+        self.heads, self.d, self.scale, self.mask, self.softmax = heads, embed // heads, scale, \
+            mask, softmax
+        self.q, self.k, self.v = (nn.Linear(embed, embed) for _ in range(3))
+        self.o = nn.Linear(embed, embed)
+
+    def split(self, x):
+        b, t, _ = x.shape
+        return x.view(b, t, self.heads, self.d).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+        if self.scale == "query":   # timm's way: the query scaled before the product
+            q = q * (self.d ** -0.5)
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        if self.scale == "div":
+            scores = scores / math.sqrt(self.d)
+        elif self.scale == "mul":
+            scores = scores * (self.d ** -0.5)
+        if self.mask:
+            scores = scores + mask
+        probs = (torch.softmax(scores, dim=-1) if self.softmax == "torch"
+                 else nn.functional.softmax(scores, dim=3))
+        out = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        b, t = out.shape[:2]
+        return self.o(out.view(b, t, -1))
+
+
+def inputs(rng, tokens=19, embed=48):
+    x = rng.standard_normal((2, tokens, embed)).astype(np.float32)
+    mask = np.zeros((2, 1, 1, tokens), np.float32)
+    mask[0, ..., -4:] = -1e4   # padding of the first sequence, as BERT's extended mask
+    return x, mask
+
+
+# pnnx itself recognises some spellings (no mask: an nn.MultiheadAttention for the whole block;
+# an unscaled one with a mask: F.scaled_dot_product_attention); the others stay a chain of
+# operators, which the pass fuses. Either way no score matrix may be left.
+@pytest.fixture(scope="module", params=[("div", True, "torch"), ("mul", True, "F"),
+                                        ("query", True, "torch"), ("none", True, "F")],
+                ids=["div_mask", "mul_mask", "scaled_query_mask", "unscaled_mask"])
+def exported(request, export_model):
+    scale, mask, softmax = request.param
+    torch.manual_seed(0)
+    net = HandWritten(scale=scale, mask=mask, softmax=softmax).eval()
+    x, m = inputs(np.random.default_rng(0))
+    path = export_model(f"hand_attention_{scale}_{mask}_{softmax}", net,
+                        (torch.from_numpy(x), torch.from_numpy(m)))
+    return net, path
+
+
+def test_the_chain_becomes_one_fused_attention(exported, backend, rng):
+    net, path = exported
+    graph = kuiper.load(path, backend=backend)
+    report = {r.name: r for r in graph.plan.reports}["fuse_attention"]
+    steps = [op.type for op in graph.plan.steps]
+    if chain(graph):
+        assert report.changed == 1 and FUSED in report.details[0]
+        assert steps.count(FUSED) == 1
+    else:
+        assert report.changed == 0 and any(t in PNNX_FUSED for t in steps)
+    assert "F.softmax" not in steps
+    x, m = inputs(rng)
+    with torch.no_grad():
+        expected = net(torch.from_numpy(x), torch.from_numpy(m)).numpy()
+    assert_close(graph(x, m), expected, what=f"fused attention on {backend}")
+
+
+def test_the_unfused_plan_still_serves_every_operand(exported, backend, rng):
+    """An observer, or asking for the softmax's output, runs every operator on its own."""
+    _, path = exported
+    graph = kuiper.load(path, backend=backend)
+    if not chain(graph):
+        pytest.skip("pnnx wrote this spelling as one attention operator: no chain to unfuse")
+    x, m = inputs(rng)
+    seen = []
+    y = graph.forward(x, m, observer=lambda op, outs, s: seen.append(op.type))[0]
+    assert "F.softmax" in seen and FUSED not in seen
+    softmax = next(op for op in graph.order if op.type == "F.softmax")
+    probs = graph.forward(x, m, outputs=[softmax.outputs[0].name])[0]
+    np.testing.assert_allclose(probs.sum(axis=-1), 1.0, rtol=1e-5)
+    assert_close(graph(x, m), y)
+
+
+def test_the_pass_can_be_left_out(exported, rng):
+    net, path = exported
+    graph = kuiper.load(path, passes=["fold_constants", "eliminate_dead", "eliminate_noops",
+                                      "fuse_epilogues", "plan_memory"])
+    assert FUSED not in [op.type for op in graph.plan.steps]
+    x, m = inputs(rng)
+    with torch.no_grad():
+        expected = net(torch.from_numpy(x), torch.from_numpy(m)).numpy()
+    assert_close(graph(x, m), expected)
+
+
+class NotAnAttention(nn.Module):
+    """Look-alikes the pass must leave alone: softmax over another dim, the probabilities
+    used twice (they are an output too)."""
+
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-1, -2)) / 4.0
+        first = torch.matmul(torch.softmax(scores, dim=-2), v)
+        probs = torch.softmax(scores * 2.0, dim=-1)
+        return first, torch.matmul(probs, v), probs
+
+
+def test_look_alikes_are_not_fused(export_model, backend, rng):
+    torch.manual_seed(0)
+    net = NotAnAttention().eval()
+    q, k, v = (rng.standard_normal((1, 2, 7, 8)).astype(np.float32) for _ in range(3))
+    path = export_model("not_an_attention", net, tuple(torch.from_numpy(a) for a in (q, k, v)))
+    graph = kuiper.load(path, backend=backend)
+    assert FUSED not in [op.type for op in graph.plan.steps]
+    with torch.no_grad():
+        expected = [t.numpy() for t in net(*(torch.from_numpy(a) for a in (q, k, v)))]
+    for got, want in zip(graph(q, k, v), expected):
+        assert_close(got, want)
