@@ -27,9 +27,9 @@ import numpy as np
 
 from kuiper.core.ir import RuntimeOperator
 from kuiper.core.registry import is_kuipers, layer_for
+from kuiper.layers.cpu.attention import FUSED_TYPE
 from kuiper.passes.plan import PassReport, Plan
 
-FUSED_TYPE = "kuiper.fused_attention"
 MATMULS = ("torch.matmul",)
 SOFTMAXES = ("F.softmax", "nn.Softmax", "torch.softmax")
 
