@@ -20,7 +20,7 @@ import numpy as np
 
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
-from kuiper.layers.base import Layer
+from kuiper.layers.base import Layer, finish_output
 from kuiper.layers.common.attention_roles import (
     MHADims,
     MHARoles,
@@ -113,6 +113,10 @@ class ScaledDotProductAttention(Layer):
 
 @register("nn.MultiheadAttention", backend="cpu")
 class MultiheadAttention(Layer):
+    # a following activation / residual add is applied to the output (the pass fuses only
+    # into a producer with one output: MultiheadAttention without its weights)
+    accepts_epilogue = True
+
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
@@ -180,7 +184,7 @@ class MultiheadAttention(Layer):
         shapes = {"output": out, "weights": weights}
         return [TensorSpec.of(shapes[o], np.float32) for o in self.outputs]
 
-    def forward(self, inputs):
+    def forward(self, inputs, epilogue=None, residual=None):
         r, d = self.roles, self.dims
         n, length, source, heads = self.n, self.length, self.source, d.num_heads
         hd = d.embed_dim // heads
@@ -214,8 +218,10 @@ class MultiheadAttention(Layer):
         out = (o @ self.w_out.T + self.b_out).astype(np.float32)
         if not d.batch_first:
             out = np.ascontiguousarray(np.swapaxes(out, 0, 1))
+        if epilogue:   # only with the output alone (see accepts_epilogue)
+            out = finish_output(out, inputs, epilogue, residual)
         results = {"output": out, "weights": p.mean(axis=1) if self.average else p}
-        return [results[o].astype(np.float32) for o in self.outputs]
+        return [results[o].astype(np.float32, copy=False) for o in self.outputs]
 
     def flops(self, inputs, outputs):
         d, n, length, source = self.dims, self.n, self.length, self.keys

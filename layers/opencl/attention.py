@@ -21,6 +21,7 @@ into the projected (L, N, E), (N, L, E) or (tokens, 3E) buffer.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Iterator
 
@@ -237,6 +238,9 @@ class FusedAttention(_AttentionLaunches, attention.FusedAttention):
 
 @register(backend="opencl")
 class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
+    # a fused activation / residual add rides on the output projection's store
+    epilogue_in_kernel = True
+
     def falls_back(self) -> bool:
         """Masks together with add_bias_kv / add_zero_attn run the CPU layer."""
         r = self.roles
@@ -275,7 +279,8 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         shapes.append((length * n, e))
         return [(shape, np.float32) for shape in shapes]
 
-    def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
+    def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None,
+             workspaces=()):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         self.take_workspaces(workspaces, in_specs, out_specs)
         self.launches = []
@@ -283,10 +288,20 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
             self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
                                    "masks together with add_bias_kv / add_zero_attn")
             return
+        # the output projection stores through the fused epilogue (on both paths)
+        project_out = functools.partial(self.output_projection, epilogue=epilogue,
+                                        residual=residual)
         if self.fused():
-            self.bind_fused(inputs, outputs, in_specs)
+            self.bind_fused(inputs, outputs, in_specs, project_out)
         else:
-            self.bind_unfused(inputs, outputs, in_specs)
+            self.bind_unfused(inputs, outputs, in_specs, project_out)
+
+    def output_projection(self, concat, output, epilogue=None, residual=None) -> None:
+        """The heads' results (tokens, E) @ W_out^T + b, through the fused epilogue."""
+        rows = self.length * self.n
+        residual = residual.data if residual is not None else None
+        self.launches.append(projection_launch(self, rows, self.w_out, self.b_out, concat.data,
+                                               output.data, epilogue, residual))
 
     def seq(self, t: int, width: int, nn: int, col: int = 0) -> tuple[int, int]:
         """(offset of batch item nn, stride between positions) in a sequence buffer of t
@@ -304,7 +319,7 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
                   for h in range(d.num_heads)]
         return explicit(array, [offset for offset, _ in starts], starts[0][1], 1)
 
-    def bind_fused(self, inputs, outputs, in_specs) -> None:
+    def bind_fused(self, inputs, outputs, in_specs, project_out) -> None:
         """Projections on the linear layers' GEMM, attention_rows, the output projection."""
         r, d = self.roles, self.dims
         n, length, source, heads, e = self.n, self.length, self.source, d.num_heads, d.embed_dim
@@ -345,10 +360,9 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         self.launches.append(self.fused_launch(
             length, source, hd, hd, *views, self.heads_view(concat, length, e, 0),
             1.0 / math.sqrt(hd), mask, causal=False, safe=False))
-        self.launches.append(projection_launch(self, length * n, self.w_out, self.b_out,
-                                               concat.data, by_name["output"].data))
+        project_out(concat, by_name["output"])
 
-    def bind_unfused(self, inputs, outputs, in_specs) -> None:
+    def bind_unfused(self, inputs, outputs, in_specs, project_out) -> None:
         """The unfused chain: bgemm products through a score matrix (module docstring)."""
         r, d = self.roles, self.dims
         n, length, source, heads = self.n, self.length, self.source, d.num_heads
@@ -414,7 +428,7 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
             explicit(vp, [o for o, _ in v_view], v_view[0][1], 1),
             explicit(concat, [o for o, _ in q_view], q_view[0][1], 1)))
         if "output" in by_name:
-            project(concat, e, length, self.w_out, self.b_out, by_name["output"])
+            project_out(concat, by_name["output"])
         if "weights" in by_name and self.average:
             total = n * length * keys
             kernel = self.kernel("head_mean", stem="attention")

@@ -91,11 +91,13 @@ def weight_stored_transposed(device, rows: int) -> bool:
     return rows > GEMV_MAX_ROWS and is_cpu(device)
 
 
-def projection_launch(layer: OpenCLLayer, rows: int, weight: np.ndarray, bias, x, y) -> Launch:
+def projection_launch(layer: OpenCLLayer, rows: int, weight: np.ndarray, bias, x, y,
+                      epilogue=None, residual=None) -> Launch:
     """y (rows x out) = x (rows x in) @ weight^T + bias, for a weight (out, in) known at bind
     time (attention's projections): the GEMM of a linear layer, with its parameter set chosen
-    the same way (tuned, else the cost model's; selection.py). `x` and `y` are buffers; the
-    layer's program must include gemm.h (clkernels/linear.cl does: stem "linear")."""
+    the same way (tuned, else the cost model's; selection.py), and a fused epilogue stored
+    through (`residual`: its buffer, or None). `x` and `y` are buffers; the GEMM comes from
+    clkernels/linear.cl (which includes gemm.h)."""
     n_out, n_in = weight.shape
     transposed = weight_stored_transposed(layer.runtime.device, rows)
     params, _ = select_gemm(layer.runtime.device, rows, n_out, n_in, trans_b=not transposed)
@@ -105,8 +107,8 @@ def projection_launch(layer: OpenCLLayer, rows: int, weight: np.ndarray, bias, x
     keep_alive(layer, [w] + ([b] if b is not None else []))
     return weight_gemm_launch(layer, rows, n_out, n_in, x, 0, w.data, 0, y, 0,
                               b.data if b is not None else None, BIAS_PER_COLUMN,
-                              params=params, options=[f"-DTRANS_B={int(not transposed)}"],
-                              stem="linear")
+                              params=params, epilogue=epilogue, residual=residual,
+                              options=[f"-DTRANS_B={int(not transposed)}"], stem="linear")
 
 
 def launch_sizes(params: dict, m: int, n: int, z: int) -> tuple[tuple, tuple]:

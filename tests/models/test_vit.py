@@ -65,3 +65,13 @@ def test_vit_export_has_the_operators_it_claims(vit_1):
     for needle in ("nn.MultiheadAttention", "batch_first=True", "nn.GELU", "nn.LayerNorm",
                    "torch.cat", "pnnx.Attribute", "Tensor.select"):
         assert needle in text, needle
+
+
+def test_the_residual_add_rides_on_the_attention_and_the_mlp(vit, vit_1, backend, rng):
+    """Each block's `x + attn(...)` is stored by the attention's output projection, and its
+    `x + mlp(...)` by the MLP's second Linear: no separate add kernel (kuiper info --passes)."""
+    graph = kuiper.load(vit_1, backend=backend)
+    producers = {op.name: op.type for op in graph.order}
+    fused = [producers[name] for name, e in graph.plan.epilogues.items() if e.residual]
+    assert fused.count("nn.MultiheadAttention") == 2 and fused.count("nn.Linear") >= 2
+    check_model(vit_1, vit, [image(rng, 1, 3, 32, 32)], backend)

@@ -12,6 +12,8 @@ pnnx performs is tested with real numbers rather than mean 0 / var 1.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -103,6 +105,42 @@ class ResNet18(nn.Module):
             stride = 1 if k == 0 else 2
             blocks += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
             cin = cout
+        self.layers = nn.Sequential(*blocks)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cin, num_classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.layers(self.stem(x))), 1))
+
+
+# --- ResNet-50 ----------------------------------------------------------------------------------
+
+class Bottleneck50(nn.Module):
+    """ResNet-50's block: 1x1 down, 3x3 (the stride), 1x1 up to 4x, residual."""
+
+    def __init__(self, cin: int, mid: int, stride: int):
+        super().__init__()
+        cout = 4 * mid
+        self.body = nn.Sequential(conv_bn(cin, mid, 1), conv_bn(mid, mid, 3, stride),
+                                  conv_bn(mid, cout, 1, act=None))
+        self.down = conv_bn(cin, cout, 1, stride, act=None) if stride != 1 or cin != cout \
+            else None
+
+    def forward(self, x):
+        identity = x if self.down is None else self.down(x)
+        return F.relu(self.body(x) + identity)
+
+
+class ResNet50(nn.Module):
+    def __init__(self, num_classes: int = 1000):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                                  nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
+        blocks, cin = [], 64
+        for k, (mid, count) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)]):
+            for i in range(count):
+                blocks.append(Bottleneck50(cin, mid, 2 if i == 0 and k > 0 else 1))
+                cin = 4 * mid
         self.layers = nn.Sequential(*blocks)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(cin, num_classes)
@@ -428,6 +466,63 @@ class ViTTiny(nn.Module):
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1)
         x = self.norm(self.blocks(x + self.pos_embed))
         return self.head(x[:, 0])
+
+
+class ViT(ViTTiny):
+    """ViT-S/16 by default (224 pixels, 16-pixel patches: 197 tokens, 384 wide, 6 heads of 64,
+    12 blocks): the same architecture as ViTTiny, at its real size."""
+
+    def __init__(self, image: int = 224, patch: int = 16, dim: int = 384, depth: int = 12,
+                 heads: int = 6, classes: int = 1000):
+        super().__init__(image, patch, dim, depth, heads, classes)
+
+
+class BertSelfAttention(nn.Module):
+    """Self-attention as Hugging Face's BERT writes it: three Linear projections, heads by
+    view/permute, matmul with k.transpose, a scale, the additive mask, softmax, matmul."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads, self.head = heads, dim // heads
+        self.query, self.key, self.value = (nn.Linear(dim, dim) for _ in range(3))
+        self.out = nn.Linear(dim, dim)
+
+    def split(self, x):
+        b, t, _ = x.shape
+        return x.view(b, t, self.heads, self.head).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head) + mask
+        context = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3)
+        b, t = context.shape[:2]
+        return self.out(context.contiguous().view(b, t, -1))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.attention = BertSelfAttention(dim, heads)
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.up, self.down = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+    def forward(self, x, mask):
+        x = self.ln1(x + self.attention(x, mask))
+        return self.ln2(x + self.down(F.gelu(self.up(x))))
+
+
+class BertEncoder(nn.Module):
+    """A BERT-base-like encoder (post-norm, 12 blocks of 768, 12 heads) over embeddings given
+    as input, with BERT's extended additive mask (N, 1, 1, tokens)."""
+
+    def __init__(self, dim: int = 768, heads: int = 12, depth: int = 12):
+        super().__init__()
+        self.layers = nn.ModuleList(BertLayer(dim, heads) for _ in range(depth))
+
+    def forward(self, x, mask):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
 
 
 # --- audio: 1-D conv + GRU ------------------------------------------------------------------------
