@@ -108,7 +108,9 @@ def run_algorithm(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray | None 
                        bias=b_dev.data if b_dev is not None else None,
                        weight_host=w if weight_on_host else None,
                        bias_host=b, tables=[t.data for t in tables],
-                       residual=r_dev.data if r_dev is not None else None, epilogue=epilogue)
+                       residual=r_dev.data if r_dev is not None else None, epilogue=epilogue,
+                       workspaces=[runtime.empty(shape) for shape in algorithm.workspace_shapes(
+                           problem, params, runtime.device, weight_is_input=not weight_on_host)])
     layer.launches = algorithm.bind(layer, problem, ops, params)
     assert layer.launches, f"{name} bound no launches"
     for event in layer.enqueue(runtime.queue, []):

@@ -279,11 +279,15 @@ def bind_alone(graph, op, x, epilogue, residual):
     layer = type(op.layer).from_operator(op)
     layer.infer(in_specs)
     layer.attach(runtime)
-    layer.epilogue = epilogue
-    layer.residual = None if residual is None else runtime.to_device(residual)
     inputs, outputs = [runtime.to_device(x)], [runtime.empty(s.shape, s.dtype) for s in
                                                out_specs]
-    layer.bind(inputs, outputs, in_specs, out_specs)
+    # what the executor passes a layer whose kernels store through an epilogue
+    extras = {"epilogue": epilogue,
+              "residual": None if residual is None else runtime.to_device(residual)}
+    scratch = layer.own_workspaces(in_specs, out_specs)
+    if scratch:
+        extras["workspaces"] = scratch
+    layer.bind(inputs, outputs, in_specs, out_specs, **extras)
     layer.enqueue(runtime.queue, [])
     return layer, outputs[0].get()
 

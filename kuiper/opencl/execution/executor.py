@@ -240,6 +240,10 @@ class OpenCLExecutor:
                     outputs.append(device_view(rt, inputs[kind.input], spec.shape, spec.dtype))
                 elif kind.kind == "host":
                     outputs.append(None)
+                elif not _is_numeric(spec):   # a value with no numbers (expr=abc) has no bytes
+                    raise op.error(f"output '{operand.name}' is not a tensor of numbers "
+                                   f"({spec.dtype.name}): it cannot live on the OpenCL "
+                                   "device")
                 else:
                     outputs.append(new_array(operand.name, spec))
             if isinstance(layer, OpenCLLayer):
