@@ -28,7 +28,6 @@ import importlib.util
 import inspect
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -130,58 +129,6 @@ def reference_table(test_file: Path) -> dict[str, str]:
 
 def lesson_test_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("test_lesson*.py"))
-
-
-def untouched_stub(source: str, names, number: int) -> bool:
-    """Whether `source` (an exercises.py) still is the stub: every exercise in `names` is
-    defined and raises NotImplementedError("lesson N: ...")."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
-            texts = [ast.unparse(n.exc) for n in ast.walk(node)
-                     if isinstance(n, ast.Raise) and n.exc is not None]
-            if any("NotImplementedError" in t and f"lesson {number}:" in t for t in texts):
-                found.add(node.name)
-    return found == set(names)
-
-
-def pristine_stubs(folder: Path) -> str:
-    """The text of lesson `folder`'s exercises.py as the course ships it, whatever the student
-    wrote there: the file itself while it is still the stub, otherwise git's copy (HEAD).
-
-    The course's own tests check the stubs (they fail, they have the right signatures) through
-    this, so that a student's solved tree never turns the project's test suite red.
-    """
-    path = folder / "exercises.py"
-    number = int(folder.name.split("_", 1)[0])
-    names = [name for test in lesson_test_files(folder) for name in reference_table(test)]
-    text = path.read_text(encoding="utf-8")
-    if untouched_stub(text, names, number):
-        return text
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, check=True,
-                             capture_output=True, text=True).stdout.strip()
-        relative = path.resolve().relative_to(Path(top).resolve()).as_posix()
-        return subprocess.run(["git", "show", f"HEAD:{relative}"], cwd=top, check=True,
-                              capture_output=True, text=True).stdout
-    except (OSError, ValueError, subprocess.CalledProcessError) as e:
-        raise KuiperError(f"{path} is solved (or edited) and git has no pristine copy of it "
-                          f"({e}): the stubs are only checked in a git checkout") from None
-
-
-def pristine_copy(destination: Path) -> Path:
-    """A copy of the course in `destination` with every lesson's stubs as shipped."""
-    destination = Path(destination)
-    shutil.copytree(course_dir(), destination,
-                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    for folder in lessons().values():
-        (destination / folder.name / "exercises.py").write_text(pristine_stubs(folder),
-                                                                encoding="utf-8")
-    return destination
 
 
 @contextlib.contextmanager

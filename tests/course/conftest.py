@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kuiper.course.lessons import pristine_copy
+from kuiper.course.pristine import pristine_copy
 
 
 @pytest.fixture(scope="session")

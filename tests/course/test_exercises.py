@@ -29,6 +29,7 @@ from kuiper.course.lessons import (
     resolve,
     signature_problems,
 )
+from kuiper.course.pristine import stub_files
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = lessons()
@@ -74,6 +75,16 @@ def test_every_stub_raises_not_implemented_naming_its_lesson(number, pristine_co
                 f"NotImplementedError('lesson {number}: ...')")
             found.add(node.name)
     assert found == names
+
+
+@pytest.mark.parametrize("number", sorted(LESSONS))
+def test_every_kernel_stub_stops_the_compiler_naming_its_lesson(number, pristine_course):
+    """A kernel file a lesson ships (lesson 14's layernorm2d.cl) fails to build untouched,
+    with a message that says which lesson (the pristine copy restores a solved one)."""
+    folder = pristine_course / LESSONS[number].name
+    for kernel in stub_files(folder)[1:]:
+        assert f'#error "lesson {number}:' in kernel.read_text(), \
+            f'{folder.name}/{kernel.name} should stop the build: #error "lesson {number}: ..."'
 
 
 def test_the_test_files_have_unique_names():

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kuiper.course.lessons import lessons, pristine_stubs
+from kuiper.course.lessons import lessons
+from kuiper.course.pristine import pristine_stubs
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = lessons()

@@ -1,10 +1,11 @@
 """A student who has solved every exercise still has a green test suite.
 
-A clone of the course (its lessons and tests/course, committed in a git repository of its own,
-as a student's clone is) gets every exercises.py replaced by a solution, and the course's
-tests then run in it: the stub checks must read git's pristine stubs, never the solutions.
-(test_notes.py is left out: the notes never read exercises.py, and their model exports take
-a minute.)
+A clone of the course as shipped (its lessons, every stub as shipped even where this checkout's
+own are solved, and tests/course, committed in a git repository of its own, as a student's
+clone is) gets every stub file solved: each exercises.py, and the kernel files (lesson 14's
+layernorm2d.cl). The course's tests then run in it: the stub checks must read the stubs as
+shipped, never the solutions. (test_notes.py is left out: the notes never read the stubs,
+and their model exports take a minute.)
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from pathlib import Path
 import pytest
 
 from kuiper.course.lessons import lesson_test_files, lessons, reference_table
+from kuiper.course.pristine import pristine_copy, stub_files
 
 ROOT = Path(__file__).resolve().parents[2]
+# The answer to each kernel file a lesson ships as a stub (a solved student's file).
+KERNEL_ANSWERS = {"layernorm2d.cl": ROOT / "kuiper" / "examples" / "layernorm2d" / "layernorm2d.cl"}
 
 
 def solution(folder: Path) -> str:
@@ -50,13 +54,17 @@ def test_a_solved_course_passes_the_course_tests(tmp_path):
     shutil.copytree(ROOT / "tests" / "course", clone / "tests" / "course",
                     ignore=shutil.ignore_patterns("__pycache__", "test_solved_course.py"))
     (clone / "tests" / "__init__.py").write_text("")
-    course = clone / "course_notes"
-    shutil.copytree(ROOT / "course_notes", course, ignore=shutil.ignore_patterns("__pycache__"))
+    course = pristine_copy(clone / "course_notes")   # not this checkout's, maybe solved
     git(clone, "init", "-q")
     git(clone, "add", ".")
     git(clone, "commit", "-q", "-m", "the course as shipped")
     for folder in lessons().values():
-        (course / folder.name / "exercises.py").write_text(solution(folder))
+        for stub in stub_files(course / folder.name):
+            if stub.name == "exercises.py":
+                stub.write_text(solution(folder))
+            else:
+                assert stub.name in KERNEL_ANSWERS, f"{folder.name}/{stub.name}: no answer"
+                stub.write_text(KERNEL_ANSWERS[stub.name].read_text())
 
     env = dict(os.environ, KUIPER_COURSE_DIR=str(course))
     env.pop("KUIPER_COURSE_IMPL", None)
