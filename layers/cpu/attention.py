@@ -27,10 +27,14 @@ from kuiper.layers.common.attention_roles import (
     mha_output_shapes,
     resolve_inputs,
 )
+from kuiper.layers.cpu_helpers.online_softmax import streaming_attention
 from kuiper.parser.values import DTYPES
 
 # The type of the operator fuse_attention makes: not a type pnnx writes
 FUSED_TYPE = "kuiper.fused_attention"
+# Keys per block of FusedAttention's online softmax: short sequences take one block (one
+# NumPy product each way); long ones never hold more than L x 512 scores per batch item.
+KEY_BLOCK = 512
 
 
 def add_mask(scores: np.ndarray, mask: np.ndarray, bool_means_keep: bool) -> np.ndarray:
@@ -265,11 +269,12 @@ class FusedAttention(Layer):
         return [TensorSpec.of(batch + (q[-2], v[-1]), np.float32)]
 
     def forward(self, inputs):
+        # key block by key block, as the OpenCL kernel does: (..., L, KEY_BLOCK) scores at a
+        # time, never the (..., L, S) matrix
         q, kt, v = inputs[:3]
-        scores = np.matmul(q, kt) * np.float32(self.scale)
-        if self.masked:
-            scores = scores + inputs[3].astype(np.float32)
-        return [np.matmul(softmax_last(scores, safe=False), v).astype(np.float32)]
+        mask = inputs[3] if self.masked else None
+        out = streaming_attention(q, np.swapaxes(kt, -1, -2), v, self.scale, KEY_BLOCK, mask)
+        return [out.astype(np.float32, copy=False)]
 
     def flops(self, inputs, outputs):
         b = int(np.prod(self.batch, dtype=np.int64))
