@@ -64,20 +64,32 @@ def test_relu_keeps_nan_and_infinities_as_pytorch_does(runtime, program):
 
 
 def test_relu_kernel_inside_a_model(runtime, program, monkeypatch):
-    """Your kernel, bound by the real ReLU layer, running the demo model on OpenCL."""
+    """Your kernel, bound by the real ReLU layer, running the demo model on OpenCL.
+
+    With every graph pass, each ReLU of the demo is fused into the convolution or linear layer
+    before it (lesson 13) and no relu kernel runs at all: this graph leaves fuse_epilogues
+    out, and checks that every ReLU layer built its kernel from YOUR source."""
     import kuiper
     from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.graph.pipeline import PASS_NAMES
     from kuiper.opencl.device.runtime import OpenCLRuntime
 
     original = OpenCLRuntime.program
+    yours = []   # one program per ReLU layer that asked for clkernels/relu.cl
 
     def program_with_yours(self, stem, options=()):
         if stem == "relu":
-            return self.build_source(ex.relu_source(), list(options), "relu_source()")
+            yours.append(self.build_source(ex.relu_source(), list(options), "relu_source()"))
+            return yours[-1]
         return original(self, stem, options)
 
     monkeypatch.setattr(OpenCLRuntime, "program", program_with_yours)
     images = np.load(DIGITS_TEST)["images"][:16]
+    unfused = [name for name in PASS_NAMES if name != "fuse_epilogues"]
     cpu = kuiper.load(DIGITS_PARAM, input_shapes=[images.shape])(images)
-    gpu = kuiper.load(DIGITS_PARAM, backend="opencl", input_shapes=[images.shape])(images)
-    check_array(gpu, cpu, "demo model logits on OpenCL with your relu", rtol=1e-4)
+    gpu = kuiper.load(DIGITS_PARAM, backend="opencl", input_shapes=[images.shape],
+                      passes=unfused)
+    relus = [op.name for op in gpu.plan.steps if op.type == "nn.ReLU"]
+    assert len(relus) == 3 and len(yours) == len(relus), \
+        f"the ReLU layers {relus} built {len(yours)} programs from relu_source()"
+    check_array(gpu(images), cpu, "demo model logits on OpenCL with your relu", rtol=1e-4)

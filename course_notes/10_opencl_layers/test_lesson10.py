@@ -78,20 +78,31 @@ def test_maxpool_kernel_matches_torch(runtime, program, kernel, stride, padding,
 
 
 def test_maxpool_kernel_inside_the_real_layer(runtime, program, monkeypatch):
-    """layers/opencl/maxpool.py binds YOUR kernel; the demo model must still be right."""
+    """layers/opencl/maxpool.py binds YOUR kernel; the demo model must still be right.
+
+    On a CPU device (PoCL) the layer would bind another kernel of maxpool.cl, `maxpool_runs`
+    (8 outputs per work-item): forcing `maxpool.KERNEL` makes every device bind `maxpool`,
+    and the test checks that the demo's MaxPool built it from YOUR source."""
     import kuiper
     from kuiper.demo import DIGITS_PARAM, DIGITS_TEST
+    from kuiper.layers.opencl import maxpool
     from kuiper.opencl.device.runtime import OpenCLRuntime
 
     original = OpenCLRuntime.program
+    yours = []   # one program per MaxPool layer that asked for maxpool.cl's `maxpool`
 
     def program_with_yours(self, stem, options=()):
         if stem == "maxpool" and not options:
-            return self.build_source(ex.maxpool_source(), [], "maxpool_source()")
+            yours.append(self.build_source(ex.maxpool_source(), [], "maxpool_source()"))
+            return yours[-1]
         return original(self, stem, options)
 
     monkeypatch.setattr(OpenCLRuntime, "program", program_with_yours)
+    monkeypatch.setattr(maxpool, "KERNEL", "maxpool")
     images = np.load(DIGITS_TEST)["images"][:16]
     cpu = kuiper.load(DIGITS_PARAM, input_shapes=[images.shape])(images)
-    gpu = kuiper.load(DIGITS_PARAM, backend="opencl", input_shapes=[images.shape])(images)
-    check_array(gpu, cpu, "demo model logits on OpenCL with your maxpool", rtol=1e-4)
+    gpu = kuiper.load(DIGITS_PARAM, backend="opencl", input_shapes=[images.shape])
+    pools = [op.name for op in gpu.plan.steps if op.type == "nn.MaxPool2d"]
+    assert len(pools) == 1 and len(yours) == len(pools), \
+        f"the MaxPool layers {pools} built {len(yours)} programs from maxpool_source()"
+    check_array(gpu(images), cpu, "demo model logits on OpenCL with your maxpool", rtol=1e-4)

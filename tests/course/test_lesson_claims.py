@@ -112,3 +112,47 @@ def test_lesson9_refuses_a_relu_that_turns_nan_into_zero(tmp_path, pristine_cour
     assert "test_relu_keeps_nan_and_infinities" in proc.stdout
     assert "got 0, expected nan" in proc.stdout, proc.stdout[-3000:]
     assert "NotImplementedError" not in proc.stdout
+
+
+# Kernels that compile and write 1234.0f everywhere: the "inside the real layer" tests of
+# lessons 9 and 10 must catch them on every device (once, neither did: the demo's ReLUs were
+# all fused into epilogues, and on a CPU device MaxPool bound another kernel, maxpool_runs).
+WRONG_KERNELS = {
+    9: ("relu_source", "test_relu_kernel_inside_a_model", """
+__kernel void relu(__global const float *x, __global float *y, const int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = 1234.0f;
+}
+"""),
+    10: ("maxpool_source", "test_maxpool_kernel_inside_the_real_layer", """
+__kernel void maxpool(__global const float *x, __global float *y, const int n, const int H,
+                      const int W, const int OH, const int OW, const int kh, const int kw,
+                      const int sh, const int sw, const int ph, const int pw, const int dh,
+                      const int dw)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = 1234.0f;
+}
+"""),
+}
+
+
+@pytest.mark.parametrize("number", sorted(WRONG_KERNELS))
+def test_the_model_tests_run_the_students_kernel(number, tmp_path, pristine_course):
+    """A wrong kernel fails the lesson's model test, not only its kernel tests."""
+    from kuiper.course.lessons import require_opencl
+
+    require_opencl()
+    name, test, kernel = WRONG_KERNELS[number]
+    course = tmp_path / "course_notes"
+    shutil.copytree(pristine_course / LESSONS[number].name, course / LESSONS[number].name)
+    (course / LESSONS[number].name / "exercises.py").write_text(
+        f"def {name}():\n    return {kernel!r}\n")
+    env = dict(os.environ, KUIPER_COURSE_DIR=str(course))
+    env.pop("KUIPER_COURSE_IMPL", None)
+    proc = subprocess.run([sys.executable, "-m", "kuiper", "course", "check", str(number),
+                           "--", "-k", test], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert "1 failed" in proc.stdout and "demo model logits" in proc.stdout, proc.stdout[-3000:]
