@@ -1,6 +1,7 @@
 """Lesson 1 exercises: find your way around the repository.
 
-Fill in the function below, then run `kuiper course check 1`.
+Fill in the function below, then run `kuiper course check 1`. The answer is the engine's own
+`layer_file` in kuiper/core/registry.py: try first, read it after.
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
 """Lesson 3 exercises: decode the values of a `.pnnx.param` line.
 
-Fill in the functions, then run `kuiper course check 3`.
+Fill in the functions, then run `kuiper course check 3`. The answers are the engine's own
+functions of the same names in parser/values.py: try first, read them after. What you need
+from that file is imported here (DTYPES, the dtype suffixes), so you need not open it.
 """
 
 from __future__ import annotations
+
+from kuiper.parser.values import DTYPES  # noqa: F401 - the suffixes: print(DTYPES)
 
 
 def parse_value(text: str) -> object:
@@ -27,7 +31,7 @@ def parse_value(text: str) -> object:
 def parse_dtype_suffix(text: str) -> tuple[list[int | None], str]:
     """Split a shape token: "(1,3,?,224)f32" -> ([1, 3, None, 224], "f32").
 
-    `?` is a dynamic dim (None). The suffix must be one of kuiper.parser.values.DTYPES ("f32",
+    `?` is a dynamic dim (None). The suffix must be a key of DTYPES (imported above) ("f32",
     "i64", "bool", ...). Raise ValueError when the text does not start with "(", has no ")", has an
     unknown dtype suffix or a dim that is neither an integer nor "?".
     """

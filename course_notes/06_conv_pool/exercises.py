@@ -1,7 +1,9 @@
 """Lesson 6 exercises: the output size of a convolution, and im2col.
 
 Fill in the functions, then run `kuiper course check 6`. Loops are fine: correctness first
-(layers/cpu_helpers/im2col.py shows the fast version, with one strided copy).
+The answers are the engine's own: layers/common/conv_geometry.py, and
+layers/cpu_helpers/im2col.py, the fast version with one strided copy: try first, read them
+after.
 """
 
 from __future__ import annotations

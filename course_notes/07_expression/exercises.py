@@ -1,6 +1,8 @@
 """Lesson 7 exercises: RPN, the stack machine, and a new function in the expression language.
 
-Fill in the functions, then run `kuiper course check 7`.
+Fill in the functions, then run `kuiper course check 7`. The answers are the engine's own,
+in parser/expression/rpn.py, evaluate.py (right above `apply`) and custom.py: the helpers you
+need are imported below, so try first and open those files after.
 """
 
 from __future__ import annotations

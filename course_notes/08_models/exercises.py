@@ -1,6 +1,7 @@
 """Lesson 8 exercises: post-processing a classifier's and a detector's outputs.
 
-Fill in the functions, then run `kuiper course check 8`.
+Fill in the functions, then run `kuiper course check 8`. The answers are the engine's own
+functions of the same names, in kuiper/io/postprocess.py: try first, read them after.
 """
 
 from __future__ import annotations

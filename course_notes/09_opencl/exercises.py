@@ -1,7 +1,8 @@
 """Lesson 9 exercise: your first OpenCL kernel, ReLU.
 
 Fill in the function, then run `kuiper course check 9`. The test builds your source with
-pyopencl, launches it and compares the result with NumPy.
+pyopencl, launches it and compares the result with NumPy. The answer is the engine's own
+kernel, clkernels/relu.cl: try first, read it after.
 """
 
 from __future__ import annotations

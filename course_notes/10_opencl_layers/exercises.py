@@ -2,6 +2,7 @@
 
 Fill in the function, then run `kuiper course check 10`. The test runs your kernel on its own
 against PyTorch, and then inside the real MaxPool layer (layers/opencl/maxpool.py binds it).
+The answer is the engine's own kernel, in clkernels/maxpool.cl: try first, read it after.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Fill in the functions, then run `kuiper course check 12`. The tests build your kernel with
 pyopencl, check it against NumPy on awkward sizes, and time it against the naive kernel of
-kuiper/course/tiled_gemm.py (naive_gemm_source) on your own device.
+kuiper/course/tiled_gemm.py (naive_gemm_source) on your own device. The answers are in
+kuiper/course/tiled_gemm_answer.py: try first.
 """
 
 from __future__ import annotations

@@ -14,13 +14,13 @@ from kuiper.course import tiled_gemm
 from kuiper.course.lessons import check_array, implementation, require_opencl
 
 REFERENCE = {
-    "launch_sizes": "kuiper.course.tiled_gemm:launch_sizes",
-    "tiled_gemm_source": "kuiper.course.tiled_gemm:tiled_gemm_source",
+    "launch_sizes": "kuiper.course.tiled_gemm_answer:launch_sizes",
+    "tiled_gemm_source": "kuiper.course.tiled_gemm_answer:tiled_gemm_source",
 }
 ex = implementation(__file__, REFERENCE)
 
 # Your kernel must be at least this many times faster than gemm_naive, TILE=32 and WPT=8.
-# Measured here with the reference kernel (tiled_gemm.py), ratio of medians of 9 interleaved
+# Measured here with the reference kernel (tiled_gemm_answer.py), ratio of medians of 9 interleaved
 # runs, sizes as `speedup` picks them:
 #   PoCL 3.0 on a 2-core Intel Xeon, 512^3:         3.2x  (naive 4.7, tiled 15 GFLOP/s)
 #   NVIDIA H100 (OpenCL, driver 580), 4096^3:       2.4x  (naive 5.4, tiled 12.7 TFLOP/s)

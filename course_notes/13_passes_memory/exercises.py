@@ -4,7 +4,10 @@ Both work on `Lifetime`s (kuiper/memory/lifetimes.py): a tensor's `name`, its `s
 bytes, and the steps `first` (the step that writes it) and `last` (the last step that reads
 it), both INCLUSIVE. `a.overlaps(b)` says whether two tensors are ever alive at the same step.
 
-Fill in the functions, then run `kuiper course check 13`.
+Fill in the functions, then run `kuiper course check 13`. The answers are the engine's own:
+`lower_bound` at the end of kuiper/memory/lifetimes.py (which defines `Lifetime`: its
+docstring is all you need of that file), `_greedy_by_size` in kuiper/memory/strategies.py. Try
+first, read them after.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ recognizer's scores to text.
 
 Fill in the functions, then run `kuiper course check 15`. With the model fetched
 (`kuiper course fetch-ocr`), the check also reads the lesson's sample.png with YOUR
-`text_boxes` and `ctc_greedy_decode` inside the real pipeline.
+`text_boxes` and `ctc_greedy_decode` inside the real pipeline. The answers are the engine's
+own, in kuiper/ocr/postprocess.py beside the two helpers imported below: try first, open that
+file after (`help(unclip)` tells what a helper does).
 """
 
 from __future__ import annotations

@@ -89,11 +89,12 @@ def measure_cpu_roof(size: int = 1024, megabytes: int = 256) -> tuple[float, flo
 
 
 def gemm_points(runtime) -> list[Point]:
-    """The two GEMM kernels of lesson 12 (kuiper/course/tiled_gemm.py) as points: the
-    same product, so the same intensity (the least traffic: A, B and C once), two heights."""
-    from kuiper.course import tiled_gemm
+    """The two GEMM kernels of lesson 12 (kuiper/course/tiled_gemm.py, and the tiled one of
+    tiled_gemm_answer.py) as points: the same product, so the same intensity (the least
+    traffic: A, B and C once), two heights."""
+    from kuiper.course import tiled_gemm, tiled_gemm_answer
 
-    measured = tiled_gemm.speedup(runtime, tiled_gemm.tiled_gemm_source())
+    measured = tiled_gemm.speedup(runtime, tiled_gemm_answer.tiled_gemm_source())
     n = measured.size
     flops, moved = 2 * n ** 3, 3 * n * n * 4
     return [Point(f"gemm_naive {n}^3 (lesson 12)", flops / measured.naive / 1e9, flops / moved),

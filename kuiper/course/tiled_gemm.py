@@ -1,8 +1,9 @@
-"""Two matrix products written to be read, and a fair way to time one against the other.
+"""A matrix product written to be read, and a fair way to time one kernel against another.
 
 Lesson 12 (course_notes/12_fast_kernels) starts here: the engine's own fast GEMM
-(clkernels/gemm.h) has edge cases, transposes, groups and a bias to care about; these two
-kernels have none of that, so the idea shows.
+(clkernels/gemm.h) has edge cases, transposes, groups and a bias to care about; the naive kernel
+here has none of that, so the idea shows. The lesson's exercise is its tiled twin, `gemm_tiled`;
+the answer is kept apart, in tiled_gemm_answer.py: read it after yours passes.
 
 Both kernels compute C (M x N) = A (M x K) @ B (K x N), row-major, with the same arguments:
 
@@ -11,15 +12,10 @@ Both kernels compute C (M x N) = A (M x K) @ B (K x N), row-major, with the same
 
 - `gemm_naive`: one work-item per element of C. Each multiply-add loads one value of A and
   one of B from global memory: about 2 loads per multiply-add, whatever the sizes.
-- `gemm_tiled`: a work-group computes a TILE x TILE tile of C. It walks K one TILE-wide slab
-  at a time, copies the slab of A and the slab of B into local memory (each value read from
-  global memory once per work-group instead of once per multiply-add), and every work-item
-  then computes WPT outputs of one column of the tile from local memory, keeping the WPT
-  running sums in registers ("register blocking": one B value loaded, WPT multiply-adds).
+- `gemm_tiled` (the exercise): a work-group computes a TILE x TILE tile of C from slabs of A and
+  B staged in local memory, each work-item WPT outputs of one column kept in registers.
 
-TILE and WPT are compile-time constants (`-D TILE=32 -D WPT=8`), so the compiler can unroll
-the loops and size the local arrays; `launch_sizes` gives the matching NDRange.
-`speedup` times the two kernels on the same device, interleaved, and returns a ratio.
+`speedup` times the two on the same device, interleaved, and returns a ratio.
 """
 
 from __future__ import annotations
@@ -31,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kuiper.core.errors import KuiperError
+from kuiper.course.tiled_gemm_answer import launch_sizes
 
 NAIVE_LOCAL = 16  # gemm_naive runs in 16 x 16 work-groups (any size works)
 SPEED_TILE, SPEED_WPT = 32, 8  # what `speedup` times: a good choice on PoCL and on an H100
@@ -54,78 +51,6 @@ __kernel void gemm_naive(const int M, const int N, const int K,
     C[row * N + col] = sum;
 }
 """
-
-
-def tiled_gemm_source() -> str:
-    """The OpenCL C source of `gemm_tiled`: local-memory tiles and WPT outputs per work-item.
-
-    Compiled with `-D TILE=... -D WPT=...` (WPT divides TILE) and launched as `launch_sizes`
-    says: work-groups of TILE x TILE/WPT work-items, one TILE x TILE tile of C each.
-    """
-    return r"""
-// gemm_tiled: C = A @ B (row-major, M x K times K x N) by TILE x TILE tiles of C.
-//
-// A work-group of TILE x (TILE / WPT) work-items owns one TILE x TILE tile of C. For each
-// TILE-wide slab of K it copies a TILE x TILE block of A and one of B into local memory, then
-// computes from there: each value of A and B comes from global memory once per work-group
-// instead of once per multiply-add. Work-item (tx, ty) owns column tx of the tile, rows
-// ty, ty + RTS, ty + 2*RTS, ...: WPT sums kept in registers, so each B value it loads from
-// local memory feeds WPT multiply-adds. Sizes are -D constants: the loops unroll.
-
-#define RTS (TILE / WPT)    // work-items along the rows of a tile
-
-__kernel void gemm_tiled(const int M, const int N, const int K,
-                         __global const float *A, __global const float *B, __global float *C)
-{
-    const int tx = get_local_id(0);                 // column inside the tile
-    const int ty = get_local_id(1);                 // first row inside the tile
-    const int col = get_group_id(0) * TILE + tx;    // column of C
-    const int row0 = get_group_id(1) * TILE + ty;   // first row of C
-
-    __local float As[TILE][TILE];   // As[r][k]: rows of the tile, a slab of K
-    __local float Bs[TILE][TILE];   // Bs[k][c]: a slab of K, columns of the tile
-
-    float sum[WPT];
-    for (int w = 0; w < WPT; ++w)
-        sum[w] = 0.0f;
-
-    for (int k0 = 0; k0 < K; k0 += TILE) {
-        // Cooperative load: every work-item copies WPT values of A and WPT of B. Neighbouring
-        // work-items (tx) read neighbouring addresses. Outside the matrices load 0, which adds
-        // nothing to the sums: any M, N, K works.
-        for (int w = 0; w < WPT; ++w) {
-            const int r = ty + w * RTS;
-            const int a_row = get_group_id(1) * TILE + r, a_col = k0 + tx;
-            const int b_row = k0 + r;
-            As[r][tx] = (a_row < M && a_col < K) ? A[a_row * K + a_col] : 0.0f;
-            Bs[r][tx] = (b_row < K && col < N) ? B[b_row * N + col] : 0.0f;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);               // the whole slab is in local memory
-
-        for (int k = 0; k < TILE; ++k) {
-            const float b = Bs[k][tx];              // one load, WPT multiply-adds
-            for (int w = 0; w < WPT; ++w)
-                sum[w] += As[ty + w * RTS][k] * b;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);               // everyone is done before the next slab
-    }
-
-    for (int w = 0; w < WPT; ++w) {
-        const int row = row0 + w * RTS;
-        if (row < M && col < N)
-            C[row * N + col] = sum[w];
-    }
-}
-"""
-
-
-def launch_sizes(m: int, n: int, tile: int, wpt: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """(global size, local size) of `gemm_tiled` for an M x N result: one work-group of
-    TILE x TILE/WPT work-items per TILE x TILE tile, the tiles covering C (rounded up)."""
-    if tile < 1 or wpt < 1 or tile % wpt:
-        raise KuiperError(f"gemm_tiled: WPT ({wpt}) must divide TILE ({tile}), both >= 1")
-    tiles_n, tiles_m = -(-n // tile), -(-m // tile)
-    return (tiles_n * tile, tiles_m * (tile // wpt)), (tile, tile // wpt)
 
 
 def naive_launch_sizes(m: int, n: int) -> tuple[tuple[int, int], tuple[int, int]]:

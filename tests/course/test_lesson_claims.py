@@ -156,3 +156,27 @@ def test_the_model_tests_run_the_students_kernel(number, tmp_path, pristine_cour
                           text=True, timeout=600, check=False)
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert "1 failed" in proc.stdout and "demo model logits" in proc.stdout, proc.stdout[-3000:]
+
+
+def reference_files(number: int) -> set[str]:
+    """The names of the files that hold lesson `number`'s answers (its REFERENCE table)."""
+    from kuiper.course.lessons import lesson_test_files, reference_table
+
+    names = set()
+    for target in reference_table(lesson_test_files(LESSONS[number])[0]).values():
+        if target.endswith(".cl"):
+            names.add(Path(target).name)
+        else:
+            names.add(Path(importlib.import_module(target.partition(":")[0]).__file__).name)
+    return names
+
+
+@pytest.mark.parametrize("number", sorted(LESSONS))
+def test_every_stub_says_plainly_where_its_answers_are(number):
+    """A stub that sends the student to a file for a helper must not leave them to find the
+    answer there unwarned: each exercises.py names the files that hold its answers."""
+    doc = " ".join((ast.get_docstring(ast.parse(pristine_stubs(LESSONS[number]))) or "").split())
+    assert "answer" in doc, f"lesson {number}: exercises.py should say where the answers are"
+    missing = sorted(name for name in reference_files(number) if name not in doc)
+    assert not missing, f"lesson {number}: exercises.py never names {missing}, which hold " \
+        "its answers"
