@@ -8,6 +8,9 @@ from kuiper.layers.opencl_base import round_up
 
 REFERENCE = {"relu_source": "clkernels/relu.cl"}
 ex = implementation(__file__, REFERENCE)
+# What `kuiper course check` says before it starts (2-core laptop CPU, PoCL): most of it
+# builds a kernel per test and runs the demo model.
+CHECK_TIME = "about 20 seconds"
 
 
 @pytest.fixture(scope="module")

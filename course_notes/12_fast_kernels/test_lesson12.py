@@ -18,6 +18,9 @@ REFERENCE = {
     "tiled_gemm_source": "kuiper.course.tiled_gemm_answer:tiled_gemm_source",
 }
 ex = implementation(__file__, REFERENCE)
+# What `kuiper course check` says before it starts (2-core laptop CPU, PoCL): most of it
+# times your kernel against the naive one.
+CHECK_TIME = "about a minute"
 
 # Your kernel must be at least this many times faster than gemm_naive, TILE=32 and WPT=8.
 # Measured here with the reference kernel (tiled_gemm_answer.py), ratio of medians of 9 interleaved

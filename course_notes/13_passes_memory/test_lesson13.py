@@ -23,6 +23,9 @@ REFERENCE = {
     "greedy_by_size": "kuiper.memory.strategies:_greedy_by_size",
 }
 ex = implementation(__file__, REFERENCE)
+# What `kuiper course check` says before it starts (2-core laptop CPU, PoCL): most of it
+# exports a small MobileNet with pnnx.
+CHECK_TIME = "about half a minute"
 
 # How far above the lower bound a greedy-by-size arena may be. Measured on the seeded
 # `random_cases()` below, with the reference (kuiper/memory/strategies.py): 1.31x at worst,

@@ -31,6 +31,9 @@ REFERENCE = {
     "LayerNorm2dOpenCL": "kuiper.examples.layernorm2d.layers:LayerNorm2dOpenCL",
 }
 ex = implementation(__file__, REFERENCE)
+# What `kuiper course check` says before it starts (2-core laptop CPU, PoCL): most of it
+# exports models with pnnx and runs `kuiper compare`.
+CHECK_TIME = "about a minute"
 
 TYPE = "kuiper.examples.layernorm2d.modules.LayerNorm2d"  # what pnnx writes for the module
 EXAMPLE_PLUGIN = "kuiper.examples.layernorm2d.layers"

@@ -343,6 +343,14 @@ def memory_plan_figure(param_path: str | None = None, strategy: str = "greedy_by
     return svg.render()
 
 
+def attention_tiling() -> str:
+    """Lesson 16's fused attention: kuiper/course/attention_figure.py draws one work-group of
+    clkernels/attention_fused.cl with the sizes layers/opencl/attention.py gives it."""
+    from kuiper.course.attention_figure import attention_tiling as draw
+
+    return draw()
+
+
 FIGURES: dict[str, Callable[[], str]] = {
     "demo_graph.svg": demo_graph,
     "im2col.svg": im2col_figure,
@@ -350,6 +358,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "gemm_tiling.svg": gemm_tiling,
     "roofline.svg": roofline,
     "memory_plan.svg": memory_plan_figure,
+    "attention_tiling.svg": attention_tiling,
 }
 
 

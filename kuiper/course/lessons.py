@@ -117,14 +117,29 @@ def require_opencl() -> None:
         pytest.skip(f"no OpenCL device ({e}); `kuiper devices` lists what is installed")
 
 
-def reference_table(test_file: Path) -> dict[str, str]:
-    """The REFERENCE dict of a lesson's test file, read without importing it."""
+def file_constant(test_file: Path, name: str, default=None):
+    """A constant `name = <literal>` of a lesson's test file, read without importing it."""
     tree = ast.parse(Path(test_file).read_text())
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and getattr(node.targets[0], "id", None) == "REFERENCE"):
+                and getattr(node.targets[0], "id", None) == name):
             return ast.literal_eval(node.value)
-    raise KuiperError(f"{test_file} has no REFERENCE = {{...}} table")
+    return default
+
+
+def reference_table(test_file: Path) -> dict[str, str]:
+    """The REFERENCE dict of a lesson's test file, read without importing it."""
+    table = file_constant(test_file, "REFERENCE")
+    if table is None:
+        raise KuiperError(f"{test_file} has no REFERENCE = {{...}} table")
+    return table
+
+
+def check_time(folder: Path) -> str | None:
+    """How long lesson `folder`'s check takes, where that is long enough to say so: the
+    CHECK_TIME its test file states ("about a minute"), measured on a 2-core laptop CPU."""
+    times = [file_constant(f, "CHECK_TIME") for f in lesson_test_files(folder)]
+    return next((t for t in times if t), None)
 
 
 def lesson_test_files(folder: Path) -> list[Path]:
@@ -309,6 +324,10 @@ def check(number: int, extra: list[str] | None = None) -> int:
                "-p", "no:cacheprovider", "-p", "kuiper.course.report",
                "--rootdir", str(folder), "-o", "addopts=", "-W", "ignore"] + (extra or [])
         print(f"checking lesson {number} ({folder.name}) against {folder / 'exercises.py'}")
+        duration = check_time(folder)
+        if duration:   # said before it starts, so that a long silence is not taken for a hang
+            print(f"this check takes {duration} (measured on a 2-core laptop CPU with PoCL; "
+                  "`-- -x` stops at the first failure)", flush=True)
         try:
             problems = signature_problems(folder)
         except Exception as e:  # noqa: BLE001 - e.g. a syntax error: pytest will show it in full

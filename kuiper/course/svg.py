@@ -28,10 +28,13 @@ class Svg:
             'fill="#555"/></marker></defs>')
         self.rect(0, 0, width, height, fill="white", stroke="none")
 
-    def rect(self, x, y, w, h, fill="none", stroke="#333", rx=0, width=1.0):
+    def rect(self, x, y, w, h, fill="none", stroke="#333", rx=0, width=1.0, dash=""):
+        """`dash`: an SVG stroke-dasharray ("4 3"): a dashed outline, for what never exists
+        in memory."""
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
         self.parts.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" '
                           f'rx="{_n(rx)}" fill="{fill}" stroke="{stroke}" '
-                          f'stroke-width="{_n(width)}"/>')
+                          f'stroke-width="{_n(width)}"{dashed}/>')
 
     def text(self, x, y, content, size=12, anchor="middle", weight="normal", fill="#222"):
         self.parts.append(f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}" {FONT} '

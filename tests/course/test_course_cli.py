@@ -106,6 +106,15 @@ def test_a_selection_that_matches_nothing_fails_and_says_so(lesson4):
     assert "pass" not in proc.stdout.splitlines()[-1]
 
 
+def test_a_slow_check_says_how_long_it_takes_before_it_starts():
+    """Lesson 15's check runs PP-OCRv5 for minutes: it says so first (its CHECK_TIME)."""
+    slow = kuiper_cli("course", "check", "15", "--", "-k", "no_such_test")
+    first = slow.stdout.splitlines()[:3]
+    assert any(line.startswith("this check takes about 3 minutes") for line in first), first
+    quick = kuiper_cli("course", "check", "4", "--", "-k", "no_such_test")
+    assert "this check takes" not in quick.stdout, "lesson 4 takes seconds: nothing to say"
+
+
 def test_a_partial_selection_is_not_called_all_exercises(lesson4):
     solve_lesson4(lesson4)
     proc = kuiper_cli("course", "check", "4", "--", "-k", "level", course_dir=lesson4)

@@ -83,3 +83,15 @@ def test_the_tap_lowering_figure_tells_the_truth():
                                       padding=1)[0].numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert "reads positions 7 .. 21" in figures.tap_lowering()
+
+
+def test_the_attention_figure_shows_the_sizes_the_layer_gives_its_kernel():
+    """WG and BK come from layers/opencl/attention.py (fused_parameters), GPU and CPU."""
+    from kuiper.course.attention_figure import HEAD, parameters
+
+    gpu, cpu = parameters()
+    drawn = figures.attention_tiling()
+    assert f"heads of {HEAD}: WG={gpu['WG']} query rows per group, BK={gpu['BK']} keys" in drawn
+    assert f"(WG={cpu['WG']}, BK={cpu['BK']} on a CPU device)" in drawn
+    assert gpu != cpu, "the figure says the two differ"
+    assert f"{gpu['WG']}×{gpu['BK']}" in drawn    # the tile of scores, in registers

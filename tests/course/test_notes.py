@@ -146,12 +146,18 @@ def test_the_kuiper_commands_of_the_notes_run(argv):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
-def test_the_syllabus_gives_every_lesson_a_time():
-    rows = [line.split("|") for line in (course_dir() / "README.md").read_text().splitlines()
-            if re.match(r"\| \d+ \|", line)]
+def test_the_syllabus_gives_every_lesson_a_time_and_the_total():
+    readme = (course_dir() / "README.md").read_text()
+    rows = [line.split("|") for line in readme.splitlines() if re.match(r"\| \d+ \|", line)]
     assert [int(row[1]) for row in rows] == sorted(lessons())
+    hours = 0.0
     for row in rows:
-        assert re.fullmatch(r" (\d+ min|\d+(\.5)? h) ", row[-2]), f"lesson {row[1]}: {row[-2]!r}"
+        time = re.fullmatch(r" (\d+) min | (\d+(?:\.5)?) h ", row[-2])
+        assert time, f"lesson {row[1]}: {row[-2]!r}"
+        hours += int(time[1]) / 60 if time[1] else float(time[2])
+    total = re.search(r"about (\d+) hours in all", " ".join(readme.split()))
+    assert total, "the syllabus should say how long the whole course takes: about N hours in all"
+    assert abs(int(total[1]) - hours) <= 0.5, f"the lessons add up to {hours} h, not {total[1]}"
 
 
 def test_every_lesson_ends_with_what_you_can_do_now():
