@@ -180,3 +180,50 @@ def test_every_stub_says_plainly_where_its_answers_are(number):
     missing = sorted(name for name in reference_files(number) if name not in doc)
     assert not missing, f"lesson {number}: exercises.py never names {missing}, which hold " \
         "its answers"
+
+
+def design_floors() -> list[tuple[str, list[str]]]:
+    """("N name", rooms left to right) of kuiper/DESIGN.md's floors table, top floor first
+    (read from the installed package's copy: this test also runs in a student's clone)."""
+    import kuiper
+
+    text = (Path(kuiper.__file__).parent / "DESIGN.md").read_text()
+    table = re.search(r"<!-- floors -->\n(.*?)<!-- /floors -->", text, re.S).group(1)
+    rows = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and re.match(r"\d+ ", cells[0]):
+            rows.append((cells[0], re.findall(r"`([^`]+/)`", cells[1])))
+    return rows
+
+
+FLOOR_COLUMN = 17  # lesson 1's drawing: the floor's name, then its rooms from this column
+
+
+def lesson1_floors() -> list[tuple[str, list[str]]]:
+    """The same, from the drawing under "The map of the repository" in lesson 1's notes: a
+    floor's name in the first column (over one or more lines), then its rooms, each ending in
+    "/"; a description on the lines indented further."""
+    notes = (LESSONS[1] / "notes.md").read_text()
+    section = notes[notes.index("## The map of the repository"):]
+    drawing = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    rows: list[tuple[str, list[str]]] = []
+    for line in drawing.splitlines()[1:]:   # the first line is the header
+        name, rest = line[:FLOOR_COLUMN].strip(), line[FLOOR_COLUMN:]
+        if re.match(r"\d+ ", name):
+            rows.append((name, []))
+        elif name and rows:                 # a floor name that goes on over two lines
+            rows[-1] = (f"{rows[-1][0]} {name}", rows[-1][1])
+        if rows and not rest.startswith(" "):   # rooms, not a description
+            rows[-1][1].extend(t for t in rest.split() if t.endswith("/"))
+    return rows
+
+
+def test_lesson1_draws_the_floors_of_the_design():
+    """Lesson 1's map of the repository is DESIGN.md's floors table: the same floors, the
+    same rooms, in the same order (a room added to the house must be drawn there too)."""
+    drawn, designed = lesson1_floors(), design_floors()
+    assert [name for name, _ in drawn] == [name for name, _ in designed], \
+        "lesson 1 names other floors than kuiper/DESIGN.md"
+    for (name, rooms), (_, want) in zip(drawn, designed):
+        assert rooms == want, f"floor {name}: lesson 1 draws {rooms}, DESIGN.md has {want}"
