@@ -68,6 +68,8 @@ def test_a_solved_course_passes_the_course_tests(tmp_path):
 
     env = dict(os.environ, KUIPER_COURSE_DIR=str(course))
     env.pop("KUIPER_COURSE_IMPL", None)
+    # this checkout's kuiper, not whichever one is installed: the clone stands for it
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "-W", "ignore", "tests/course/test_exercises.py", "tests/course/test_course_cli.py",
