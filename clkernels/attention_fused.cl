@@ -35,9 +35,19 @@
 // mask_col]; CAUSAL lets query i see keys 0..i; with SAFE a row whose every score is masked
 // gives zeros (SDPA) instead of NaN (MultiheadAttention).
 //
+// Key split (KSPLIT > 1, GPUs): when there are few query rows (ViT-S at batch 1: 6 heads of 197
+// rows, 1182 work-items for a GPU that runs 270,000 at once) one work-item per row leaves the
+// device nearly empty, each walking all S keys alone. With KSPLIT, KSPLIT work-items share a
+// row (the group is WG x KSPLIT): work-item `part` takes keys part, part + KSPLIT, ... of every
+// tile with its own m, l and o, and at the end the KSPLIT partial results are merged through
+// local memory the same way the online softmax merges tiles (each rescaled by e^(m_p - M),
+// M the largest m_p), every work-item writing 1/KSPLIT of the row's output.
+// layers/opencl/attention.py (`fused_parameters`) picks WG, BK and KSPLIT per device.
+//
 // Build options: HD, HV (head sizes of Q/K and of V), VW (4 when both are multiples of 4: the
-// head dims read as float4, else 1), BK (keys per tile), WG (rows per work-group), MASK, MT
-// (the mask's element type), CAUSAL, SAFE, K_TRANSPOSED.
+// head dims read as float4, else 1), BK (keys per tile), WG (rows per work-group), KSPLIT
+// (work-items per row, dividing BK), MASK, MT (the mask's element type), CAUSAL, SAFE,
+// K_TRANSPOSED.
 
 #ifndef VW
 #define VW 1
@@ -66,6 +76,11 @@
 #ifndef MT
 #define MT float
 #endif
+#ifndef KSPLIT
+#define KSPLIT 1
+#endif
+#define THREADS (WG * KSPLIT)   // work-items of a group, all of them copying the tiles
+#define KEYS (BK / KSPLIT)      // keys of a tile each work-item scores
 #ifndef CAUSAL
 #define CAUSAL 0
 #endif
@@ -73,7 +88,7 @@
 #define SAFE 0
 #endif
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(WG, KSPLIT, 1)))
 void attention_rows(__global const float *q, __global const int *q_base, const int q_row,
                     __global const float *k, __global const int *k_base, const int k_row,
                     __global const float *v, __global const int *v_base, const int v_row,
@@ -84,9 +99,16 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
 {
     __local VT kt[BK * QV];
     __local VT vt[BK * OV];
+#if KSPLIT > 1   // the partial results of a row's KSPLIT work-items, merged at the end
+    __local float part_m[KSPLIT][WG], part_l[KSPLIT][WG];
+    __local int part_nan[KSPLIT][WG];
+    __local VT part_o[KSPLIT][WG][OV];
+#endif
     const int bh = get_group_id(1);
     const int lid = get_local_id(0);
-    const int i = get_group_id(0) * WG + lid;     // this work-item's query row
+    const int part = get_local_id(1);              // which keys of each tile: part + n*KSPLIT
+    const int tid = part * WG + lid;               // rank in the group, for the tile copies
+    const int i = get_group_id(0) * WG + lid;      // this work-item's query row
     const bool live = i < L;
 
     VT qr[QV], acc[OV];
@@ -105,25 +127,26 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
 #if K_TRANSPOSED
         // K given as K^T (head dim major, a matmul's operand): key j of dim d at kp[d * S + j].
         // Neighbouring work-items read neighbouring keys of one dim: coalesced reads.
-        for (int t = lid; t < BK * HD; t += WG) {
+        for (int t = tid; t < BK * HD; t += THREADS) {
             const int d = t / BK, j = t - d * BK;
             ((__local float *)kt)[j * HD + d] = s0 + j < S ? kp[d * k_row + s0 + j] : 0.0f;
         }
 #else
-        for (int t = lid; t < BK * QV; t += WG) {
+        for (int t = tid; t < BK * QV; t += THREADS) {
             const int j = t / QV, d = t - j * QV;
             kt[t] = s0 + j < S ? VLOAD(kp + (s0 + j) * k_row, d) : (VT)(0.0f);
         }
 #endif
-        for (int t = lid; t < BK * OV; t += WG) {
+        for (int t = tid; t < BK * OV; t += THREADS) {
             const int j = t / OV, d = t - j * OV;
             vt[t] = s0 + j < S ? VLOAD(vp + (s0 + j) * v_row, d) : (VT)(0.0f);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (live) {
-            float s[BK];
+            float s[KEYS];
             float tile_max = m;
-            for (int j = 0; j < BK; ++j) {
+            for (int jj = 0; jj < KEYS; ++jj) {
+                const int j = jj * KSPLIT + part;
                 const int key = s0 + j;
                 VT part = (VT)(0.0f);
                 for (int d = 0; d < QV; ++d)
@@ -147,7 +170,7 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
 #endif
                 if (key >= S || (CAUSAL && key > i))
                     sc = -INFINITY;
-                s[j] = sc;
+                s[jj] = sc;
                 nan_score |= isnan(sc);
                 tile_max = sc > tile_max ? sc : tile_max;   // NaN never wins: it reaches o below
             }
@@ -156,8 +179,9 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
                 l *= correction;
                 for (int d = 0; d < OV; ++d)
                     acc[d] *= correction;
-                for (int j = 0; j < BK; ++j) {
-                    const float p = exp(s[j] - tile_max);
+                for (int jj = 0; jj < KEYS; ++jj) {
+                    const float p = exp(s[jj] - tile_max);
+                    const int j = jj * KSPLIT + part;
                     l += p;
                     for (int d = 0; d < OV; ++d)
                         acc[d] += p * vt[j * OV + d];
@@ -167,8 +191,32 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#if KSPLIT > 1
+    // Merge the row's KSPLIT partial (m, l, o) like two tiles of the online softmax: rescale
+    // each by e^(m_p - M), M the largest; a part that saw only masked keys (m_p = -inf) adds 0.
+    part_m[part][lid] = m;
+    part_l[part][lid] = l;
+    part_nan[part][lid] = nan_score;
+    for (int d = 0; d < OV; ++d)
+        part_o[part][lid][d] = acc[d];
+    barrier(CLK_LOCAL_MEM_FENCE);
     if (!live)
         return;
+    float top = -INFINITY;
+    for (int p = 0; p < KSPLIT; ++p)
+        top = fmax(top, part_m[p][lid]);
+    float weight[KSPLIT];
+    l = 0.0f;
+    nan_score = false;
+    for (int p = 0; p < KSPLIT; ++p) {
+        weight[p] = part_m[p][lid] == -INFINITY ? 0.0f : exp(part_m[p][lid] - top);
+        l += part_l[p][lid] * weight[p];
+        nan_score |= part_nan[p][lid];
+    }
+#else
+    if (!live)
+        return;
+#endif
     __global float *op = o + o_base[bh] + i * o_row;
 #if SAFE
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;   // a fully masked row: zeros
@@ -176,6 +224,15 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
     const float inv = 1.0f / l;                     // a fully masked row: 0 * inf = NaN
 #endif
     const float scale_out = nan_score ? NAN : inv;
+#if KSPLIT > 1   // work-item `part` writes vectors part, part + KSPLIT, ... of the row
+    for (int d = part; d < OV; d += KSPLIT) {
+        VT sum = (VT)(0.0f);
+        for (int p = 0; p < KSPLIT; ++p)
+            sum += part_o[p][lid][d] * weight[p];
+        VSTORE(sum * scale_out, op, d);
+    }
+#else
     for (int d = 0; d < OV; ++d)
         VSTORE(acc[d] * scale_out, op, d);
+#endif
 }

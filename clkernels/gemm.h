@@ -22,6 +22,7 @@
 //                   Chosen on CPU devices.
 //   gemv.h          Any device: a linear layer on a few rows (a classifier at batch 1), one
 //                   dot product per output.
+//   gemm_split_k.h  The second pass of gemm_tiled built with SPLIT_K: adds the slices of K.
 //
 // Edges, in both: nothing is ever read out of bounds (loads outside the matrices are zeros or
 // clamped into range), stores are guarded, so any M, N, K works with any parameter set.
@@ -69,5 +70,6 @@
 #include "gemm_tiled.h"
 #include "gemm_blocked.h"
 #include "gemv.h"
+#include "gemm_split_k.h"
 
 #endif  // KUIPER_GEMM_H

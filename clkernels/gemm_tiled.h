@@ -12,6 +12,10 @@
 //   LDS_VEC          0: a work-item's outputs sit TILE/WPT apart (below); 1: in runs of 4
 //                    side by side, read from local memory as float4 (4x fewer local loads;
 //                    WPT % 4 == 0), the runs 4*LOCAL apart (below)
+//   SPLIT_K, K_SLICE split-K (gemm_split_k.h): the launch has SPLIT_K times more work-groups
+//                    along z, each walking K_SLICE values of K (a multiple of TILE_K) and
+//                    storing raw sums to slice `s` of C, a scratch buffer; gemm_split_k_reduce
+//                    adds the slices, the bias and the epilogue. Only for Z = 1.
 //
 // How it works. The K axis is walked one slab at a time: the work-group copies a TILE_M x TILE_K
 // slab of A and a TILE_K x TILE_N slab of B into local memory, so each element is read from
@@ -58,6 +62,9 @@
 #endif
 #ifndef LDS_VEC
 #define LDS_VEC 0
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
 #endif
 
 #define LOCAL_M (TILE_M / WPT_M)      // work-items along M
@@ -127,7 +134,15 @@ void gemm_tiled(GEMM_ARGS)
     const int tid = tm * LOCAL_N + tn;
     const int n0 = get_group_id(0) * TILE_N;
     const int m0 = get_group_id(1) * TILE_M;
+#if SPLIT_K > 1   // z is the slice of K (the host splits only Z = 1 products)
+    const int z = 0;
+    const int k_begin = get_group_id(2) * K_SLICE;
+    const int k_end = min(K, k_begin + K_SLICE);
+    C += get_group_id(2) * M * N;     // this slice's partial sums
+#else
     const int z = get_group_id(2);
+    const int k_begin = 0, k_end = K;
+#endif
     const int g = z % groups;
     A += g * a_group_stride;
     B += z * b_batch_stride;
@@ -181,14 +196,16 @@ void gemm_tiled(GEMM_ARGS)
                 B_PUT(buf, k, n, e, rb[l * VEC + e]);                                       \
     }
 
-    const int slabs = (K + TILE_K - 1) / TILE_K;
-    FETCH_SLAB(0);
+    // Slabs never straddle k_end inside K: a slice's length is a multiple of TILE_K.
+    const int slabs = (k_end - k_begin + TILE_K - 1) / TILE_K;
+    FETCH_SLAB(k_begin);
     STORE_SLAB(0);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < slabs; ++t) {
         const int cur = t & 1;
         if (t + 1 < slabs) {
-            FETCH_SLAB((t + 1) * TILE_K);   // loads in flight during the multiply-adds below
+            // loads in flight during the multiply-adds below
+            FETCH_SLAB(k_begin + (t + 1) * TILE_K);
         }
 #pragma unroll
         for (int k = 0; k < TILE_K; ++k) {
@@ -232,8 +249,12 @@ void gemm_tiled(GEMM_ARGS)
             const int gn = n0 + COL_OF(j);
             if (gn >= N)
                 break;
+#if SPLIT_K > 1   // raw sums: gemm_split_k_reduce adds the bias and the epilogue
+            C[gm * N + gn] = acc[i][j];
+#else
             const float v = acc[i][j] + BIAS_OF(g, gm, gn);
             C[gm * N + gn] = kuiper_epilogue(v, residual, z * c_batch_stride + gm * N + gn);
+#endif
         }
     }
 }

@@ -19,6 +19,18 @@ The chain must be exactly that: each intermediate read by the next operator only
 graph output, float32, static shapes, softmax over the last dim, and an expression of the
 scores that only scales them by a number (`div(@0,c)`, `mul(@0,c)`, `mul(c,@0)`) and may add one
 other tensor, the mask, broadcast to the scores (`add(div(@0,c),@1)`, `add(@0,@1)` ...).
+
+The same models split heads and put them back together with permutes around the chain:
+
+    q = x.view(n, l, h, d).permute(0, 2, 1, 3)       Tensor.reshape, Tensor.permute (a copy)
+    out = out.permute(0, 2, 1, 3).reshape(n, l, e)   Tensor.permute (a copy), Tensor.reshape
+
+A permute that only the chain reads (Q's, K^T's, V's), and one that only reads the chain's
+result, is absorbed too: the fused operator reads the tensor the permute read, through the
+permutation (`q_perm`, `k_perm`, `v_perm`, `o_perm`), so the kernel walks the heads in place
+with other strides and four copies per attention disappear. Only where the head dim stays the
+contiguous one (the kernel reads rows of Q, V and the output as vectors), and for K^T where
+either of its last two dims is.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import numpy as np
 from kuiper.core.ir import RuntimeOperator
 from kuiper.core.registry import is_kuipers, layer_for
 from kuiper.layers.cpu.attention import FUSED_TYPE
+from kuiper.layers.cpu.permute import PermuteLayer
 from kuiper.passes.plan import PassReport, Plan
 
 MATMULS = ("torch.matmul",)
@@ -80,17 +93,34 @@ def fuse_attention(graph, plan: Plan) -> PassReport:
             continue
         q, kt = (plan.resolve(o.name) for o in producer.inputs)
         v = plan.resolve(second.inputs[1].name)
+        # timm scales the query before the product (q = q * d ** -0.5): the same scale
+        scaler = graph.operands[q].producer
+        if (scaler is not None and scaler.type == "pnnx.Expression" and _own(scaler)
+                and sole_reader(q) is producer and len(scaler.inputs) == 1):
+            found = _scale_and_mask(scaler, plan)
+            if found is not None and found[1] is None:
+                scale *= found[0]
+                q = found[2]
+                chain.append(scaler)
         names = [q, kt, v] + ([mask] if mask is not None else [])
         if not all(plain(n) for n in names + [scores, probs, second.outputs[0].name]):
             continue
-        op = _fused_operator(graph, second, names, scale)
+        moves = _layout_moves(graph, plan, names, [producer, *chain, softmax, second],
+                              readers, kept)
+        op = _fused_operator(graph, second, names, scale, moves)
+        if op is None and moves:   # the moves made shapes it refuses: try without them
+            moves = {}
+            op = _fused_operator(graph, second, names, scale, moves)
         if op is None:
             continue
-        absorbed = [producer, *chain, softmax]
+        absorbed = [producer, *chain, softmax, *(move for move, _, _ in moves.values())]
         plan.replaced[second.name] = op
         for old in absorbed:
             plan.absorbed[old.name] = second.name
-        plan.unavailable.update(o.outputs[0].name for o in absorbed)
+        plan.unavailable.update(o.outputs[0].name for o in absorbed
+                                if o.outputs[0].name not in {x.name for x in op.outputs})
+        if "o" in moves:   # the chain's own result is never written: the permute's is
+            plan.unavailable.add(second.outputs[0].name)
         readers = plan.readers()
         fused.append(f"{second.name} ({FUSED_TYPE}) computes "
                      f"{', '.join(f'{o.name} ({o.type})' for o in absorbed + [second])}")
@@ -141,12 +171,55 @@ def _scale_and_mask(expression, plan: Plan) -> tuple[float, str | None, str] | N
     return None
 
 
-def _fused_operator(graph, second, inputs: list[str], scale: float) -> RuntimeOperator | None:
-    """The fused operator standing in for `second` (the last matmul): same name, outputs and
-    line, its layer made and its shapes inferred now; None if the layer refuses the shapes."""
-    op = RuntimeOperator(second.name, FUSED_TYPE,
-                         params={"scale": scale, "masked": len(inputs) == 4},
-                         inputs=[graph.operands[n] for n in inputs], outputs=list(second.outputs),
+def _layout_moves(graph, plan: Plan, names: list[str], chain: list, readers, kept) -> dict:
+    """{role: (permute operator, permutation, the operand it reads)} of the permutes the fused
+    operator can absorb (the module docstring says which): "q", "k", "v" before the chain, "o"
+    after it."""
+    specs = graph.specs
+    members = {op.name for op in chain}
+    moves = {}
+    for role, name in zip(("q", "k", "v"), names):
+        move = graph.operands[name].producer
+        if (move is None or not isinstance(move.layer, PermuteLayer) or not _own(move)
+                or name in kept or move.name in plan.replaced
+                or any(r.name not in members for r in readers.get(name, []))):
+            continue
+        perm = list(move.layer.perm)
+        source = plan.resolve(move.inputs[0].name)
+        contiguous = len(perm) - 1   # the source's last dim: the one read as vectors
+        ok = (perm[-2] == contiguous or perm[-1] == contiguous) if role == "k" \
+            else perm[-1] == contiguous
+        if ok and specs[source].dtype == np.float32 and not specs[source].dynamic:
+            moves[role] = (move, perm, source)
+    result = chain[-1].outputs[0].name
+    after = readers.get(result, [])
+    if len(after) == 1 and result not in kept:
+        move = after[0]
+        if (isinstance(move.layer, PermuteLayer) and _own(move) and move.name not in plan.replaced
+                and list(move.layer.perm)[-1] == len(move.layer.perm) - 1):
+            moves["o"] = (move, list(move.layer.perm), None)
+    return moves
+
+
+def _fused_operator(graph, second, inputs: list[str], scale: float,
+                    moves: dict) -> RuntimeOperator | None:
+    """The fused operator standing in for `second` (the last matmul): same name and line, its
+    layer made and its shapes inferred now; None if the layer refuses the shapes. `moves`:
+    _layout_moves' permutes, whose inputs it reads instead (and whose output it writes)."""
+    params = {"scale": scale, "masked": len(inputs) == 4}
+    inputs = list(inputs)
+    for index, role in enumerate(("q", "k", "v")):
+        if role in moves:
+            _move, perm, source = moves[role]
+            inputs[index] = source
+            params[f"{role}_perm"] = perm
+    outputs = list(second.outputs)
+    if "o" in moves:
+        move, perm, _ = moves["o"]
+        outputs = list(move.outputs)
+        params["o_perm"] = perm
+    op = RuntimeOperator(second.name, FUSED_TYPE, params=params,
+                         inputs=[graph.operands[n] for n in inputs], outputs=outputs,
                          line=second.line, source=second.source)
     cls = layer_for(FUSED_TYPE, graph.backend)
     layer = cls.from_operator(op)
@@ -154,7 +227,7 @@ def _fused_operator(graph, second, inputs: list[str], scale: float) -> RuntimeOp
         (out,) = layer.infer([graph.specs[n] for n in inputs])
     except Exception:  # noqa: BLE001 - shapes it cannot take: leave the chain as it is
         return None
-    if out.shape != graph.specs[second.outputs[0].name].shape:
+    if out.shape != graph.specs[outputs[0].name].shape:
         return None
     op.layer = layer
     return op

@@ -111,7 +111,8 @@ class ScaledDotProductAttention(Layer):
 
     def flops(self, inputs, outputs):
         b = int(np.prod(self.batch, dtype=np.int64))
-        e, ev = inputs[0].shape[-1], inputs[2].shape[-1]
+        e = self.moved("q", inputs[0].shape)[-1]
+        ev = self.moved("v", inputs[2].shape)[-1]
         return 2 * b * self.length * self.source * (e + ev)
 
 
@@ -240,18 +241,38 @@ class FusedAttention(Layer):
     mask), softmax and matmul: made by the fuse_attention pass (kuiper/passes/
     fuse_attention.py), never by pnnx. Inputs: Q (..., L, E), K^T (..., E, S) as the model's
     first matmul reads it, V (..., S, Ev), and an additive mask broadcast to (..., L, S) when
-    `masked`. A row whose every score is -inf is NaN, as torch.softmax makes it."""
+    `masked`. A row whose every score is -inf is NaN, as torch.softmax makes it.
+
+    Layout moves: the pass may hand Q, K^T or V over as the tensor a permute read (the head
+    split of `x.view(n, l, h, d).permute(0, 2, 1, 3)`), with that permutation in `q_perm`,
+    `k_perm` or `v_perm`, and may make the output the permute that followed (`o_perm`): the
+    layer reads and writes through the permutation (a view here, strides in the OpenCL
+    kernel) and the permutes never run."""
+
+    ROLES = ("q", "k", "v")   # inputs 0..2 (the mask, input 3, is read as it is)
 
     @classmethod
     def from_operator(cls, op):
         layer = cls(op)
         layer.scale = op.float_param("scale")
         layer.masked = op.bool_param("masked")
+        layer.perms = {role: op.ints_param(f"{role}_perm") for role in (*cls.ROLES, "o")
+                       if op.param(f"{role}_perm", None) is not None}
         return layer
+
+    def moved(self, role: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The logical shape of input `role` given the tensor's own shape."""
+        perm = self.perms.get(role)
+        if perm is None:
+            return tuple(shape)
+        if sorted(perm) != list(range(len(shape))):
+            raise self.shape_error(f"{role}_perm={tuple(perm)} is not a permutation of the "
+                                   f"{len(shape)} dims of {tuple(shape)}")
+        return tuple(shape[p] for p in perm)
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 4 if self.masked else 3)
-        q, kt, v = (s.shape for s in inputs[:3])
+        q, kt, v = (self.moved(role, s.shape) for role, s in zip(self.ROLES, inputs))
         if any(s.dtype != np.float32 for s in inputs):
             raise self.op.error("fused attention computes float32")
         if min(len(q), len(kt), len(v)) < 2 or kt[-2] != q[-1] or kt[-1] != v[-2]:
@@ -266,15 +287,27 @@ class FusedAttention(Layer):
                                    "broadcast") from None
         self.batch, self.length, self.source = batch, q[-2], kt[-1]
         self.check_budget((*batch, self.length, self.source), np.float32)
-        return [TensorSpec.of(batch + (q[-2], v[-1]), np.float32)]
+        self.result_shape = batch + (q[-2], v[-1])   # before o_perm
+        out = self.result_shape
+        if "o" in self.perms:
+            perm = self.perms["o"]
+            if sorted(perm) != list(range(len(out))):
+                raise self.shape_error(f"o_perm={tuple(perm)} is not a permutation of the "
+                                       f"{len(out)} dims of the result {out}")
+            out = tuple(out[p] for p in perm)
+        return [TensorSpec.of(out, np.float32)]
 
     def forward(self, inputs):
         # key block by key block, as the OpenCL kernel does: (..., L, KEY_BLOCK) scores at a
-        # time, never the (..., L, S) matrix
-        q, kt, v = inputs[:3]
+        # time, never the (..., L, S) matrix; the absorbed permutes are NumPy views
+        q, kt, v = (np.transpose(x, self.perms[role]) if role in self.perms else x
+                    for role, x in zip(self.ROLES, inputs))
         mask = inputs[3] if self.masked else None
         out = streaming_attention(q, np.swapaxes(kt, -1, -2), v, self.scale, KEY_BLOCK, mask)
-        return [out.astype(np.float32, copy=False)]
+        out = out.astype(np.float32, copy=False)
+        if "o" in self.perms:
+            out = np.ascontiguousarray(np.transpose(out, self.perms["o"]))
+        return [out]
 
     def flops(self, inputs, outputs):
         b = int(np.prod(self.batch, dtype=np.int64))

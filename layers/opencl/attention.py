@@ -47,6 +47,7 @@ ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax and attention_rows
 # The fused kernel keeps a query, an output row and a tile of scores in registers per work-item
 MAX_FUSED_HEAD = 256
 FORCED: str | None = None   # "fused" or "unfused": set by forced_path (tests)
+FORCED_PARAMETERS: dict | None = None   # WG/BK/KSPLIT of the fused kernel: forced_parameters
 
 
 @contextlib.contextmanager
@@ -63,16 +64,55 @@ def forced_path(name: str | None) -> Iterator[None]:
         FORCED = old
 
 
-def fused_parameters(device, head: int, value_head: int) -> dict:
-    """Work-group size WG (query rows per group) and keys per tile BK of attention_rows.
+@contextlib.contextmanager
+def forced_parameters(params: dict | None) -> Iterator[None]:
+    """Bind every fused attention inside the block with these WG, BK and KSPLIT (tests run
+    each variant the selector can pick on whatever device they have)."""
+    global FORCED_PARAMETERS
+    old, FORCED_PARAMETERS = FORCED_PARAMETERS, params
+    try:
+        yield
+    finally:
+        FORCED_PARAMETERS = old
+
+
+# Fewer query rows than this (all heads together) and a GPU splits each row's keys over
+# KSPLIT work-items: at ViT-S's 6 x 197 rows one work-item per row fills 1% of an H100.
+FEW_ROWS = 16384
+
+
+def fused_parameters(device, head: int, value_head: int, rows: int) -> dict:
+    """Work-group size WG (query rows per group), keys per tile BK and work-items per row
+    KSPLIT of attention_rows, for `rows` query rows over all heads.
 
     A GPU wants many rows per group (one per work-item, the tile in local memory shared by
-    all) and tiles small enough that two groups fit one compute unit's registers. On a CPU
-    device the rows of a group are PoCL's SIMD lanes (PoCL 3.0 on 2 cores, ViT-S's 6 heads of
-    197 tokens: 16 rows per group ran 1.07x faster than 32, 1.3x than 4, 1.8x than 1)."""
+    all) and tiles small enough that two groups fit one compute unit's registers; with few
+    rows, several work-items per row (KSPLIT). On a CPU device the rows of a group are PoCL's
+    SIMD lanes (PoCL 3.0 on 2 cores, ViT-S's 6 heads of 197 tokens: 16 rows per group ran
+    1.07x faster than 32, 1.3x than 4, 1.8x than 1)."""
+    if FORCED_PARAMETERS is not None:
+        return dict(FORCED_PARAMETERS)
     if is_cpu(device):
-        return {"WG": 16, "BK": 32}
-    return {"WG": 64, "BK": 32 if max(head, value_head) <= 64 else 16}
+        return {"WG": 16, "BK": 32, "KSPLIT": 1}
+    bk = 32 if max(head, value_head) <= 64 else 16
+    if rows < FEW_ROWS:
+        return {"WG": 16, "BK": bk, "KSPLIT": 4}
+    return {"WG": 64, "BK": bk, "KSPLIT": 1}
+
+
+# Every set fused_parameters can return, and the fallback of fused_launch (tests run each).
+FUSED_VARIANTS = ({"WG": 16, "BK": 32, "KSPLIT": 1}, {"WG": 64, "BK": 32, "KSPLIT": 1},
+                  {"WG": 64, "BK": 16, "KSPLIT": 1}, {"WG": 16, "BK": 32, "KSPLIT": 4},
+                  {"WG": 16, "BK": 16, "KSPLIT": 4}, {"WG": 16, "BK": 16, "KSPLIT": 1})
+
+
+def fused_local_bytes(params: dict, head: int, value_head: int) -> int:
+    """Local memory of attention_rows with `params`: the K and V tiles, and with KSPLIT the
+    partial results of every row's work-items."""
+    words = params["BK"] * (head + value_head)
+    if params["KSPLIT"] > 1:
+        words += params["KSPLIT"] * params["WG"] * (value_head + 3)
+    return 4 * words
 
 
 def row_offsets(view: Strided, rows_per_batch: int) -> np.ndarray:
@@ -104,12 +144,19 @@ class _AttentionLaunches(OpenCLLayer):
         column stride 1; `mask` is (device array, Strided view of it as (heads, rows,
         source), kind, dtype) or None. K may instead be a view of K^T (row stride 1: the keys
         of one head dim side by side)."""
-        p = fused_parameters(self.runtime.device, head, value_head)
+        device = self.runtime.device
+        p = fused_parameters(device, head, value_head, rows * len(q.offsets))
+        if fused_local_bytes(p, head, value_head) > int(device.local_mem_size) \
+                or p["WG"] * p["KSPLIT"] > int(device.max_work_group_size):
+            p = {"WG": 16, "BK": 16, "KSPLIT": 1}   # fits any device with 32 KB of local memory
+        if p["BK"] % p["KSPLIT"]:
+            raise ValueError(f"attention_rows: KSPLIT={p['KSPLIT']} must divide BK={p['BK']}")
         vw = 4 if head % 4 == 0 and value_head % 4 == 0 else 1
         # K given as K^T: key j of dim d at base + d * col + j (one dim: either way)
         k_transposed = head > 1 and k.col != 1
         options = [f"-DHD={head}", f"-DHV={value_head}", f"-DVW={vw}", f"-DBK={p['BK']}",
-                   f"-DWG={p['WG']}", f"-DCAUSAL={int(causal)}", f"-DSAFE={int(safe)}",
+                   f"-DWG={p['WG']}", f"-DKSPLIT={p['KSPLIT']}", f"-DCAUSAL={int(causal)}",
+                   f"-DSAFE={int(safe)}",
                    f"-DK_TRANSPOSED={int(k_transposed)}"]
         tables = [self.upload(view.offsets) for view in (q, k, v, o)]
         args = []
@@ -129,7 +176,8 @@ class _AttentionLaunches(OpenCLLayer):
                         tables[3].data, i32(o.row), i32(rows), i32(source),
                         np.float32(scale), *args)
         groups = -(-rows // p["WG"])
-        return Launch(kernel, (groups * p["WG"], len(q.offsets)), (p["WG"], 1))
+        return Launch(kernel, (groups * p["WG"], len(q.offsets) * p["KSPLIT"]),
+                      (p["WG"], p["KSPLIT"]))
 
     def softmax_launch(self, scores, rows: int, cols: int, length: int,
                        masks: list[tuple[object, np.ndarray, int, int, np.dtype]],
@@ -212,11 +260,24 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
 
 @register(backend="opencl")
 class FusedAttention(_AttentionLaunches, attention.FusedAttention):
-    """The fuse_attention pass's operator: always the fused kernel, reading K^T in place."""
+    """The fuse_attention pass's operator: always the fused kernel, reading K^T in place,
+    and Q, K^T, V and the output through the permutations the pass absorbed (q_perm ...): a
+    head split such as `view(n, l, h, d).permute(0, 2, 1, 3)` is only a different offset table
+    and row stride for the kernel."""
+
+    def view(self, role: str, shape, target, array) -> Strided:
+        """The (batch..., rows, cols) view `target` of a tensor stored with `shape`, read
+        through the layer's permutation for `role` (none: as stored). `o`'s permutation maps
+        the result to the stored output, so the view goes through its inverse."""
+        index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+        perm = self.perms.get(role)
+        if perm is not None:
+            index = index.transpose(np.argsort(perm) if role == "o" else perm)
+        return strided_index(index, target, array)
 
     def bind(self, inputs, outputs, in_specs, out_specs):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
-        q, kt, v = (s.shape for s in in_specs[:3])
+        q, kt, v = (self.moved(role, s.shape) for role, s in zip(self.ROLES, in_specs))
         batch, length, source = self.batch, self.length, self.source
         self.launches = []
         if out_specs[0].numel == 0:
@@ -224,16 +285,18 @@ class FusedAttention(_AttentionLaunches, attention.FusedAttention):
         if max(q[-1], v[-1]) > MAX_FUSED_HEAD:
             return self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
                                           f"heads wider than {MAX_FUSED_HEAD} values")
-        k_view = transposed(strided(kt, batch + (kt[-2], source), inputs[1]))
+        k_view = transposed(self.view("k", in_specs[1].shape, batch + (kt[-2], source),
+                                      inputs[1]))
         mask = None
         if self.masked:
             m = in_specs[3]
             mask = (inputs[3], strided(m.shape, batch + (length, source)), ADD, m.dtype)
         self.launches = [self.fused_launch(
-            length, source, q[-1], v[-1], strided(q, batch + (length, q[-1]), inputs[0]),
-            k_view, strided(v, batch + (source, v[-1]), inputs[2]),
-            strided(out_specs[0].shape, batch + (length, v[-1]), outputs[0]), self.scale, mask,
-            causal=False, safe=False)]
+            length, source, q[-1], v[-1],
+            self.view("q", in_specs[0].shape, batch + (length, q[-1]), inputs[0]), k_view,
+            self.view("v", in_specs[2].shape, batch + (source, v[-1]), inputs[2]),
+            self.view("o", out_specs[0].shape, batch + (length, v[-1]), outputs[0]),
+            self.scale, mask, causal=False, safe=False)]
 
 
 @register(backend="opencl")

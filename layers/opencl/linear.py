@@ -11,10 +11,12 @@ device. The weight's layout depends on the kernel that reads it:
   ms each that way under PoCL (19 GFLOP/s), against ~1.5 ms for a convolution's GEMM of the
   same size.
 The bias and a fused epilogue (activation, residual add) are applied as the results are
-stored. The launch is bound by `weight_gemm_launch`
-(layers/opencl_gemm/launch.py), like the convolutions' GEMM, with the parameter set that
-`kuiper tune` measured fastest for this shape, else the cost model's
-(layers/opencl_gemm/selection.py).
+stored. The launch is bound by `linear_gemm_launches` (layers/opencl_gemm/launch.py), like the
+convolutions' GEMM, with the parameter set that `kuiper tune` measured fastest for this shape,
+else the cost model's (layers/opencl_gemm/selection.py). On a GPU that set may split K
+(clkernels/gemm_split_k.h): a transformer's layers at a few hundred tokens have too few output
+tiles to fill the device, so K is cut in slices computed side by side into a scratch buffer
+(`workspace_shapes`), and a second launch adds them with the bias and the epilogue.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from kuiper.core.registry import register
 from kuiper.layers.cpu import linear
 from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_gemm.launch import (
-    BIAS_PER_COLUMN,
     WeightBuffers,
-    weight_gemm_launch,
+    linear_gemm_launches,
+    split_workspace,
     weight_stored_transposed,
 )
 from kuiper.layers.opencl_gemm.selection import select_gemm
@@ -34,6 +36,7 @@ from kuiper.layers.opencl_gemm.selection import select_gemm
 @register(backend="opencl")
 class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
     epilogue_in_kernel = True
+    splits_k = True   # binds split-K sets (linear_gemm_launches): `kuiper tune` times them too
     algorithm: str = ""
     algorithm_params: dict | None = None
     algorithm_reason: str = ""
@@ -52,18 +55,33 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
                               and weight_stored_transposed(self.runtime.device, rows))
         return rows, n_out, n_in, 1, False, not transposed_at_bind
 
-    def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None):
+    def choose(self, in_specs, out_specs) -> tuple[dict, str]:
+        """(parameter set, reason) for these shapes: the same answer for `workspace_shapes`
+        and the `bind` that follows it (select_gemm is deterministic)."""
+        rows, n_out, n_in, _, _, trans_b = self.gemm_problem(in_specs, out_specs)
+        return select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b,
+                           split=True)
+
+    def workspace_shapes(self, in_specs, out_specs):
+        rows, n_out, n_in = self.gemm_shape(in_specs, out_specs)
+        if rows == 0 or n_out == 0:
+            return []
+        params, _ = self.choose(in_specs, out_specs)
+        return split_workspace(params, rows, n_out, n_in)
+
+    def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None,
+             workspaces=()):
         rows, n_out, n_in, _, _, trans_b = self.gemm_problem(in_specs, out_specs)
         self.launches = []
         if rows == 0 or n_out == 0:
             return
-        params, reason = select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b)
+        params, reason = self.choose(in_specs, out_specs)
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
         # trans_b is False only for a weight attribute: the CPU twin made its W^T (weight_t)
         w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t)
         residual = residual.data if residual is not None else None
-        self.launches = [weight_gemm_launch(self, rows, n_out, n_in, inputs[0].data, 0, w, 0,
-                                            outputs[0].data, 0, b, BIAS_PER_COLUMN,
-                                            params=params, epilogue=epilogue,
-                                            residual=residual,
-                                            options=[f"-DTRANS_B={int(trans_b)}"])]
+        self.launches = linear_gemm_launches(self, rows, n_out, n_in, inputs[0].data, w,
+                                             outputs[0].data, b, params, epilogue=epilogue,
+                                             residual=residual,
+                                             options=[f"-DTRANS_B={int(trans_b)}"],
+                                             workspaces=workspaces)

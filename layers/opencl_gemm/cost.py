@@ -22,6 +22,9 @@ from typing import Any
 from kuiper.layers.opencl_gemm.parameter_sets import (
     gemm_parameter_sets,
     gemv_parameter_sets,
+    slice_length,
+    slices_of,
+    split_parameter_sets,
     work_group_size,
 )
 from kuiper.opencl.device.roofline import device_rates, roofline
@@ -120,19 +123,30 @@ def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
         bytes_moved = 4.0 * (m * n * k * z + m * k + m * n * z) + extra_bytes
         return roofline(device, flops, bytes_moved, launches, GEMV_EFFICIENCY)
     tm, tn, tk = tile_shape(params)
-    groups = (-(-m // tm)) * (-(-n // tn)) * z
-    flops = 2.0 * ceil_to(m, tm) * ceil_to(n, tn) * ceil_to(k, min(tk, k)) * z
+    slices = slices_of(params, k)
+    if slices > 1:   # split-K: S times the work-groups, each over a slice; then the sum pass
+        k_padded = slice_length(params, k) * slices
+        launches += 1
+        extra_bytes += 4.0 * m * n * (2 * slices + 1)   # partials written and read, C written
+    else:
+        k_padded = ceil_to(k, min(tk, k))
+    groups = (-(-m // tm)) * (-(-n // tn)) * z * slices
+    flops = 2.0 * ceil_to(m, tm) * ceil_to(n, tn) * k_padded * z
     bytes_moved = 4.0 * (m * k + k * n * z + m * n * z) + extra_bytes
     rate = efficiency(params, m, n, k, device, packed_b) * utilisation(params, groups, device)
     return roofline(device, flops, bytes_moved, launches, rate)
 
 
 def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
-                       trans_b: bool = False, packed_b: bool = False) -> list[dict]:
+                       trans_b: bool = False, packed_b: bool = False,
+                       split: bool = False) -> list[dict]:
     """The device's parameter sets, cheapest first for this shape (and layout: gemv.h only
     runs a linear layer's, TRANS_B; `packed_b`: im2col_gemm's column matrix on a CPU device,
-    whose gemm_blocked sets read it packed)."""
+    whose gemm_blocked sets read it packed; `split`: the caller can run split-K sets, which
+    need a scratch buffer and a second launch, `linear_gemm_launches`)."""
     sets = gemm_parameter_sets(device) + gemv_parameter_sets(device, m, trans_a, trans_b)
+    if split:
+        sets += split_parameter_sets(device, k, z)
     return sorted(sets, key=lambda p: gemm_seconds(device, p, m, n, k, z, packed_b=packed_b))
 
 

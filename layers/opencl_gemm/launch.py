@@ -44,6 +44,8 @@ from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as
     fits,
     gemm_parameter_sets,
     program_options,
+    slice_length,
+    slices_of,
 )
 from kuiper.layers.opencl_gemm.selection import select_gemm
 from kuiper.layers.opencl_helpers.buffers import keep_alive
@@ -74,6 +76,9 @@ def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_st
         raise KuiperError(f"GEMM parameter set {describe_params(params)} cannot run on "
                           f"{layer.runtime.device.name.strip()} (work-group size, local "
                           "memory, or 16-wide vectors its compiler cannot build)")
+    if params.get("SPLIT_K", 1) > 1:
+        raise KuiperError(f"GEMM parameter set {describe_params(params)} splits K: it needs "
+                          "a scratch buffer and a second pass (linear_gemm_launches)")
     options = program_options(params, epilogue) + list(options)
     kernel = (layer.kernel(params["kernel"], options) if stem is None
               else layer.kernel(params["kernel"], options, stem=stem))
@@ -82,6 +87,52 @@ def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_st
                     c, i32(c_batch_stride), bias, i32(bias_mode if bias is not None else 0),
                     i32(groups), residual)
     return Launch(kernel, *launch_sizes(params, m, n, batch * groups))
+
+
+SPLIT_REDUCE_LOCAL = 256   # work-group size of gemm_split_k_reduce
+
+
+def split_workspace(params: dict, m: int, n: int, k: int) -> list[tuple[tuple[int, ...], Any]]:
+    """The scratch arrays `linear_gemm_launches` needs with `params`: one float per output
+    and slice for a split-K set, nothing otherwise (workspace_shapes' format)."""
+    slices = slices_of(params, k)
+    return [((slices * m * n,), np.float32)] if slices > 1 else []
+
+
+def linear_gemm_launches(layer: OpenCLLayer, m: int, n: int, k: int, a, b, c, bias,
+                         params: dict, epilogue=None, residual=None,
+                         options: Sequence[str] = (), stem: str | None = None,
+                         workspaces: Sequence[Any] = ()) -> list[Launch]:
+    """The launches of C (m x n) = A @ B + bias per column (a linear layer's product, Z = 1)
+    with any parameter set the selector may pick for it: one gemm.h launch, or for a split-K
+    set (gemm_split_k.h) the product into the slices of `workspaces[0]` (split_workspace's
+    array) and the pass that adds them, the bias and the epilogue."""
+    slices = slices_of(params, k)
+    if slices <= 1:   # not a split set, or K too short for more than one slice
+        whole = {key: value for key, value in params.items() if key != "SPLIT_K"}
+        return [weight_gemm_launch(layer, m, n, k, a, 0, b, 0, c, 0, bias, BIAS_PER_COLUMN,
+                                   params=whole, epilogue=epilogue, residual=residual,
+                                   options=options, stem=stem)]
+    if not fits(params, layer.runtime.device):
+        raise KuiperError(f"GEMM parameter set {describe_params(params)} cannot run on "
+                          f"{layer.runtime.device.name.strip()}")
+    if not workspaces:
+        raise KuiperError(f"GEMM parameter set {describe_params(params)} splits K: the layer "
+                          "must ask for its scratch buffer (split_workspace)")
+    partial = workspaces[0].data
+    k_slice = slice_length(params, k)
+    built = (program_options(params, epilogue) + [f"-DK_SLICE={k_slice}"] + list(options))
+    stem_kw = {} if stem is None else {"stem": stem}
+    product = layer.kernel("gemm_tiled", built, **stem_kw)
+    i32 = np.int32
+    product.set_args(i32(m), i32(n), i32(k), a, i32(0), b, i32(0), partial, i32(0), None,
+                     i32(0), i32(1), None)
+    global_size, local_size = launch_sizes(params, m, n, 1)
+    reduce = layer.kernel("gemm_split_k_reduce", built, **stem_kw)
+    reduce.set_args(partial, i32(slices), i32(m), i32(n), c, bias,
+                    i32(BIAS_PER_COLUMN if bias is not None else 0), residual)
+    return [Launch(product, global_size[:2] + (slices,), local_size),
+            Launch(reduce, (round_up(m * n, SPLIT_REDUCE_LOCAL),), (SPLIT_REDUCE_LOCAL,))]
 
 
 def weight_stored_transposed(device, rows: int) -> bool:

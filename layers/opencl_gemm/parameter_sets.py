@@ -26,6 +26,11 @@ def blocked(block_n: int, block_k: int, group_n: int = 4, group_m: int = 4,
             "GROUP_N": group_n, "GROUP_M": group_m, "M_FASTEST": m_fastest}
 
 
+def split_k(params: dict, slices: int) -> dict:
+    """gemm_tiled's `params` with K cut in `slices` slices (gemm_split_k.h)."""
+    return {**params, "SPLIT_K": slices}
+
+
 def gemv(lanes: int) -> dict:
     """gemv.h: `lanes` work-items per output (1: one work-item each, for CPUs)."""
     return {"kernel": "gemv", "LANES": lanes}
@@ -69,6 +74,16 @@ GPU_PARAMETER_SETS = [
     tiled(64, 32, 32, 4, 4, lds_vec=1),
     tiled(32, 32, 32, 4, 4, lds_vec=1),   # small problems (batch 1): the most work-groups
 ]
+# Split-K sets (gemm_split_k.h), for a linear layer on a GPU whose output has too few tiles
+# to fill the device while its K is long: a transformer's layers at 128-512 tokens (M x N x K
+# 128 x 768 x 3072 gives 24 tiles of 64 x 64 to 132 compute units). Small tiles only: a
+# split product is one whose grid is too small, not one that needs the biggest blocks.
+SPLIT_TILES = [tiled(64, 64, 16, 4, 4, lds_vec=1), tiled(64, 64, 32, 8, 8, lds_vec=1),
+               tiled(32, 32, 32, 4, 4, lds_vec=1), tiled(64, 128, 16, 8, 8, lds_vec=1)]
+SPLITS = (2, 3, 4, 6, 8)
+MIN_SLICE = 128   # values of K per slice below which the extra pass cannot pay for itself
+GPU_SPLIT_SETS = [split_k(p, s) for s in SPLITS for p in SPLIT_TILES]
+
 # CPU parameter sets (PoCL 3.0, 2 cores of a Xeon with AVX-512), GFLOP/s, best of noisy runs
 # on a shared VM (+-20%):       256^3  1024^3  2048^3
 #   8x16 k256 group 2x8           -      210     193
@@ -124,6 +139,29 @@ def gemm_parameter_sets(device) -> list[dict]:
     return [p for p in sets if fits(p, device)]
 
 
+def slice_length(params: dict, k: int) -> int:
+    """K_SLICE of a split set: K / SPLIT_K rounded up to whole slabs (TILE_K)."""
+    per_slice = -(-k // params["SPLIT_K"])            # ceil(K / SPLIT_K)
+    step = params["TILE_K"]
+    return -(-per_slice // step) * step               # rounded up to a multiple of TILE_K
+
+
+def slices_of(params: dict, k: int) -> int:
+    """How many slices a split set really runs for this K (1: not a split set); rounding the
+    slice up to whole slabs can leave fewer than SPLIT_K."""
+    if params.get("SPLIT_K", 1) <= 1:
+        return 1
+    return -(-k // slice_length(params, k))
+
+
+def split_parameter_sets(device, k: int, z: int) -> list[dict]:
+    """The split-K sets that can run a product with this K on `device`: GPU family only
+    (gemm_tiled), one product (Z = 1), at least MIN_SLICE values of K per slice."""
+    if z != 1 or weight_gemm_family(device) != "gemm_tiled":
+        return []
+    return [p for p in GPU_SPLIT_SETS if k // p["SPLIT_K"] >= MIN_SLICE and fits(p, device)]
+
+
 def gemv_parameter_sets(device, m: int, trans_a: bool, trans_b: bool) -> list[dict]:
     """gemv.h's parameter sets where it is a candidate: a linear layer's layout (the rows of both
     operands contiguous) with at most GEMV_MAX_ROWS rows, and no GEMM family forced."""
@@ -176,7 +214,8 @@ def describe_params(params: dict) -> str:
     if params.get("kernel") == "gemm_tiled":
         return (f"tiled {params['TILE_M']}x{params['TILE_N']}x{params['TILE_K']} "
                 f"{params['WPT_M']}x{params['WPT_N']} v{params['VEC']}"
-                + (" lds4" if params.get("LDS_VEC") else ""))
+                + (" lds4" if params.get("LDS_VEC") else "")
+                + (f" split {params['SPLIT_K']}" if params.get("SPLIT_K", 1) > 1 else ""))
     if params.get("kernel") == "gemv":
         return f"gemv lanes {params['LANES']}"
     if params.get("kernel") == "gemm_blocked":

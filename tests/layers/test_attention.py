@@ -484,3 +484,88 @@ def test_fused_attention_operator(backend, rng, q_shape, s, ev, masked):
     (y,) = run_operator("kuiper.fused_attention", inputs,
                         params={"scale": 0.3, "masked": masked}, backend=backend)
     assert_close(y, (torch.softmax(scores, dim=-1) @ T(v)).numpy())
+
+
+# --- every parameter set of the fused kernel, forced on whatever device runs the tests ------
+
+def fused_variant(params):
+    from tests.conftest import opencl_available
+
+    if not opencl_available():
+        pytest.skip("no OpenCL device")
+    from kuiper.layers.opencl.attention import forced_parameters
+
+    return forced_parameters(params)
+
+
+def variant_ids(params):
+    return f"wg{params['WG']}_bk{params['BK']}_ksplit{params['KSPLIT']}"
+
+
+def fused_variants():
+    from kuiper.layers.opencl.attention import FUSED_VARIANTS
+
+    return FUSED_VARIANTS
+
+
+@pytest.mark.parametrize("params", fused_variants(), ids=variant_ids)
+@pytest.mark.parametrize("head, value_head, length, source", [
+    (32, 32, 1, 1), (80, 80, 67, 33), (3, 5, 5, 70), (128, 128, 19, 41)])
+def test_sdpa_each_fused_opencl_variant(rng, params, head, value_head, length, source):
+    """Rows per group, keys per tile, work-items per row (KSPLIT: partial softmaxes merged):
+    partial groups of rows, partial tiles of keys, fewer keys than work-items per row."""
+    q, k = rand(rng, 2, 3, length, head), rand(rng, 2, 3, source, head)
+    v = rand(rng, 2, 3, source, value_head)
+    with fused_variant(params):
+        (y,) = run_operator(SDPA, [q, k, v], params={"dropout_p": 0.0, "is_causal": False},
+                            backend="opencl")
+    assert_close(y, F.scaled_dot_product_attention(T(q), T(k), T(v)).numpy())
+
+
+@pytest.mark.parametrize("params", fused_variants(), ids=variant_ids)
+def test_masks_and_nan_on_each_fused_opencl_variant(rng, params):
+    """Causal rows (the first query sees one key: most parts of a split row see none), a
+    fully masked row (zeros for SDPA), a NaN key (NaN rows, whichever part met it)."""
+    q, k, v = rand(rng, 1, 2, 37, 16), rand(rng, 1, 2, 41, 16), rand(rng, 1, 2, 41, 24)
+    m = rng.random((37, 41)) > 0.3
+    m[5] = False
+    with fused_variant(params):
+        (causal,) = run_operator(SDPA, [q, k, v], params={"dropout_p": 0.0, "is_causal": True},
+                                 backend="opencl")
+        (masked,) = run_operator(SDPA, [q, k, v, m],
+                                 params={"dropout_p": 0.0, "is_causal": False},
+                                 backend="opencl")
+        k_nan = k.copy()
+        k_nan[0, 1, 40, 3] = np.nan
+        (with_nan,) = run_operator(SDPA, [q, k_nan, v],
+                                   params={"dropout_p": 0.0, "is_causal": False},
+                                   backend="opencl")
+    assert_close(causal, F.scaled_dot_product_attention(T(q), T(k), T(v),
+                                                        is_causal=True).numpy())
+    expected = F.scaled_dot_product_attention(T(q), T(k), T(v), attn_mask=T(m))
+    assert_close(masked, torch.nan_to_num(expected).numpy())
+    assert np.isnan(with_nan[0, 1]).all() and not np.isnan(with_nan[0, 0]).any()
+
+
+@pytest.mark.parametrize("moves", ["all", "q_and_output", "k_only"])
+def test_fused_attention_operator_reads_through_permutes(backend, rng, moves):
+    """The permutes fuse_attention absorbs (q_perm, k_perm, v_perm, o_perm): Q, K and V given
+    as the (batch, tokens, heads, dim) tensors a head split permuted, the result written as
+    the permute back to (batch, tokens, heads, dim) would have."""
+    b, t, s, h, d = 2, 11, 13, 3, 8
+    x_q, x_k, x_v = rand(rng, b, t, h, d), rand(rng, b, s, h, d), rand(rng, b, s, h, d)
+    q, kt, v = x_q.transpose(0, 2, 1, 3), x_k.transpose(0, 2, 3, 1), x_v.transpose(0, 2, 1, 3)
+    params = {"scale": 0.25, "masked": False}
+    inputs = [np.ascontiguousarray(a) for a in (q, kt, v)]
+    if moves in ("all", "q_and_output"):
+        inputs[0], params["q_perm"] = x_q, [0, 2, 1, 3]
+        params["o_perm"] = [0, 2, 1, 3]
+    if moves in ("all", "k_only"):
+        inputs[1], params["k_perm"] = x_k, [0, 2, 3, 1]
+    if moves == "all":
+        inputs[2], params["v_perm"] = x_v, [0, 2, 1, 3]
+    (y,) = run_operator("kuiper.fused_attention", inputs, params=params, backend=backend)
+    expected = torch.softmax(T(q) @ T(kt) * 0.25, dim=-1) @ T(v)
+    if "o_perm" in params:
+        expected = expected.permute(0, 2, 1, 3)
+    assert_close(y, expected.numpy(), what=f"{moves} on {backend}")

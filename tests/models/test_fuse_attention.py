@@ -144,3 +144,54 @@ def test_look_alikes_are_not_fused(export_model, backend, rng):
         expected = [t.numpy() for t in net(*(torch.from_numpy(a) for a in (q, k, v)))]
     for got, want in zip(graph(q, k, v), expected):
         assert_close(got, want)
+
+
+def test_the_head_split_permutes_are_absorbed(exported, backend):
+    """Q's, K's and V's view/permute and the output's permute back run as strides of the
+    fused kernel: no permute is left in the plan, the permutes' outputs are unavailable."""
+    _, path = exported
+    graph = kuiper.load(path, backend=backend)
+    if not chain(graph):
+        pytest.skip("pnnx wrote this spelling as one attention operator: no chain to fuse")
+    steps = graph.plan.steps
+    assert not [op.name for op in steps if op.type in ("Tensor.permute", "torch.permute")]
+    fused = next(op for op in steps if op.type == FUSED)
+    assert {"q_perm", "k_perm", "v_perm", "o_perm"} <= set(fused.params)
+
+
+class OtherLayouts(nn.Module):
+    """Head splits the kernel cannot read in place, or that another operator reads too: the
+    pass keeps those permutes and fuses the rest. Heads of 20 (odd tokens, head size 20)."""
+
+    def __init__(self, embed=60, heads=3):
+        super().__init__()
+        self.heads, self.d = heads, embed // heads
+        self.q, self.k, self.v = (nn.Linear(embed, embed) for _ in range(3))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        # heads interleaved (channel c = d * heads + h): the head dim is not the contiguous one
+        q = self.q(x).view(b, t, self.d, self.heads).permute(0, 3, 1, 2)
+        k = self.k(x).view(b, t, self.heads, self.d).permute(0, 2, 1, 3)
+        v = self.v(x).view(b, t, self.heads, self.d).permute(0, 2, 1, 3)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d)
+        out = torch.matmul(torch.softmax(scores, dim=-1), v)
+        # v's heads are an output too, and the result stays split by heads
+        return out.permute(0, 2, 3, 1).reshape(b, t, -1), v * 2.0
+
+
+def test_permutes_it_cannot_absorb_stay(export_model, backend, rng):
+    torch.manual_seed(0)
+    net = OtherLayouts().eval()
+    x = rng.standard_normal((2, 23, 60)).astype(np.float32)
+    path = export_model("attention_other_layouts", net, (torch.from_numpy(x),))
+    graph = kuiper.load(path, backend=backend)
+    if not chain(graph):
+        pytest.skip("pnnx wrote this spelling as one attention operator: no chain to fuse")
+    fused = next(op for op in graph.plan.steps if op.type == FUSED)
+    assert "k_perm" in fused.params
+    assert not {"q_perm", "v_perm", "o_perm"} & set(fused.params), fused.params
+    with torch.no_grad():
+        expected = [t.numpy() for t in net(torch.from_numpy(x))]
+    for got, want in zip(graph(x), expected):
+        assert_close(got, want, what=f"attention with other layouts on {backend}")

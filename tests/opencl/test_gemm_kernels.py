@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from kuiper.layers.opencl_gemm import launch as gemm
+from kuiper.layers.opencl_gemm import parameter_sets
 from kuiper.passes.epilogue import Epilogue
 from kuiper.testing import assert_close
 from tests.conftest import opencl_available
@@ -184,3 +185,89 @@ def test_the_cost_model_keeps_16x8_blocks_for_big_square_products():
     assert blocks(4096, 4096, 4096) == 128
     assert blocks(256, 25600, 1152) < 128         # a YOLOv5s-sized convolution
     assert blocks(64, 3136, 576, 32) < 128        # ResNet-18 stage 1 at batch 32
+
+
+def run_linear_gemm(runtime, m, n, k, params, rng, trans_b=True, with_bias=True,
+                    epilogue=None, residual=None):
+    """x (m x k) @ W^T (+ bias per column, + epilogue) through linear_gemm_launches, whose
+    split-K sets take a scratch buffer and a second launch; returns (C, expected before the
+    epilogue)."""
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    dx, dw, dbias = (runtime.to_device(v) for v in (x, w, bias))
+    dc = runtime.empty((m, n))
+    workspaces = [runtime.empty(shape, dtype)
+                  for shape, dtype in gemm.split_workspace(params, m, n, k)]
+    dres = runtime.to_device(residual) if residual is not None else None
+    launches = gemm.linear_gemm_launches(
+        GemmLayer(runtime, "linear"), m, n, k, dx.data, dw.data, dc.data,
+        dbias.data if with_bias else None, params, epilogue=epilogue,
+        residual=None if dres is None else dres.data,
+        options=[f"-DTRANS_B={int(trans_b)}"], workspaces=workspaces)
+    for launch in launches:
+        runtime.cl.enqueue_nd_range_kernel(runtime.queue, launch.kernel, launch.global_size,
+                                           launch.local_size)
+    w64 = w.astype(np.float64)
+    expected = x.astype(np.float64) @ (w64.T if trans_b else w64)
+    return dc.get(), expected + (bias if with_bias else 0.0), len(launches)
+
+
+def check_linear_gemm(runtime, rng, params, m, n, k, trans_b=True):
+    c, expected, launches = run_linear_gemm(runtime, m, n, k, params, rng, trans_b=trans_b,
+                                            with_bias=trans_b)
+    what = f"{gemm.describe_params(params)} M,N,K={m},{n},{k} trans_b={trans_b}"
+    assert launches == (2 if gemm.slices_of(params, k) > 1 else 1), what
+    assert_close(c, expected, what=what)
+
+
+@pytest.mark.parametrize("params", parameter_sets.GPU_SPLIT_SETS, ids=label)
+def test_every_split_k_set(runtime, rng, params):
+    """Every split-K set (gemm_split_k.h) once: K not a multiple of the slice, the slab or the
+    split (slices rounded up to whole slabs leave fewer, shorter slices), M and N off the
+    tile. (One shape each: every K is another K_SLICE, another program to build.)"""
+    fits_here(runtime, params)
+    check_linear_gemm(runtime, rng, params, 65, 70, 1000)
+
+
+@pytest.mark.parametrize("params", [parameter_sets.split_k(tile, 3)
+                                    for tile in parameter_sets.SPLIT_TILES],
+                         ids=label)
+def test_split_k_layouts_and_edges(runtime, rng, params):
+    """Each tile of the split sets: the weight stored (in, out) without a bias, K whose last
+    slice is short, and K too short to split, which runs as one unsplit launch."""
+    fits_here(runtime, params)
+    check_linear_gemm(runtime, rng, params, 5, 33, 1000, trans_b=False)
+    check_linear_gemm(runtime, rng, params, 3, 5, 7)
+
+
+@pytest.mark.parametrize("residual_first", [True, False])
+def test_split_k_epilogue_in_the_sum(runtime, rng, silu_operator, residual_first):
+    """The fused epilogue is applied once, by the pass that adds the slices, not per slice."""
+    params = parameter_sets.GPU_SPLIT_SETS[-1]
+    fits_here(runtime, params)
+    m, n, k = 19, 37, 700
+    residual = rng.standard_normal((m, n)).astype(np.float32)
+    epilogue = Epilogue.around(activation=silu_operator, residual="r",
+                               residual_first=residual_first)
+    c, plain, launches = run_linear_gemm(runtime, m, n, k, params, rng, epilogue=epilogue,
+                                         residual=residual)
+    assert launches == 2
+    expected = silu(plain + residual) if residual_first else silu(plain) + residual
+    assert_close(c, expected)
+
+
+def test_a_split_set_needs_its_pass(runtime, rng):
+    """weight_gemm_launch refuses a split-K set (it would store raw slices), and
+    linear_gemm_launches one without its scratch buffer: clear errors, not wrong values."""
+    from kuiper.core.errors import KuiperError
+
+    params = parameter_sets.GPU_SPLIT_SETS[0]
+    fits_here(runtime, params)
+    d = runtime.empty((64, 64))
+    with pytest.raises(KuiperError, match="splits K"):
+        gemm.weight_gemm_launch(GemmLayer(runtime, "linear"), 64, 64, 1024, d.data, 0, d.data,
+                                0, d.data, 0, params=params)
+    with pytest.raises(KuiperError, match="scratch buffer"):
+        gemm.linear_gemm_launches(GemmLayer(runtime, "linear"), 64, 64, 1024, d.data, d.data,
+                                  d.data, None, params)

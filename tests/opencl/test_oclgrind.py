@@ -60,7 +60,7 @@ def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
                                         "every_parameter_set or epilogue or forced_kernel "
                                         "or each_blocked_set or weight_as_input "
-                                        "or direct_forced"])
+                                        "or direct_forced or every_split_k_set"])
 
 
 # The normal run's short version of the one above (8 minutes on a 2-core AMD EPYC VM, too long
@@ -73,7 +73,8 @@ def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
 def test_each_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
                                         "forced_matches_torch or weight_as_input "
-                                        "or direct_forced or tiled_products"])
+                                        "or direct_forced or tiled_products "
+                                        "or split_k_epilogue"])
 
 
 def run_clean_under_oclgrind(tmp_path, pytest_args: list[str]) -> None:

@@ -147,7 +147,9 @@ def candidate_list(problem: Problem, device) -> list[Candidate]:
     from kuiper.layers.opencl_gemm.cost import ranked_gemm_params
 
     if problem.kind == "gemm":
-        sets = ranked_gemm_params(device, *problem.shape)
+        # split-K sets only for layers that bind them (a linear layer, not a transposed conv)
+        sets = ranked_gemm_params(device, *problem.shape,
+                                  split=getattr(problem.op.layer, "splits_k", False))
         problem.model_choice = ("gemm", sets[0])
         return [Candidate("gemm", p) for p in sets]
     conv = problem.shape
