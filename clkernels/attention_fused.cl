@@ -81,6 +81,9 @@
 #endif
 #define THREADS (WG * KSPLIT)   // work-items of a group, all of them copying the tiles
 #define KEYS (BK / KSPLIT)      // keys of a tile each work-item scores
+#define TILE_VECTORS (BK * (QV + OV))
+#define MERGE_VECTORS (KSPLIT > 1 ? KSPLIT * WG * OV : 0)
+#define LOCAL_VECTORS (TILE_VECTORS > MERGE_VECTORS ? TILE_VECTORS : MERGE_VECTORS)
 #ifndef CAUSAL
 #define CAUSAL 0
 #endif
@@ -97,12 +100,16 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
                     __global const MT *mask, __global const int *mask_base, const int mask_row,
                     const int mask_col)
 {
-    __local VT kt[BK * QV];
-    __local VT vt[BK * OV];
+    // The K and V tiles; with KSPLIT, after the last tile, the rows' partial outputs (the
+    // tiles are dead by then: the loop ends with a barrier), so both fit one allocation.
+    __local VT shared[LOCAL_VECTORS];
+    __local VT *kt = shared;
+    __local VT *vt = shared + BK * QV;
 #if KSPLIT > 1   // the partial results of a row's KSPLIT work-items, merged at the end
     __local float part_m[KSPLIT][WG], part_l[KSPLIT][WG];
     __local int part_nan[KSPLIT][WG];
-    __local VT part_o[KSPLIT][WG][OV];
+    __local VT *part_o = shared;   // [part][row][vector]
+#define PART_O(p, row, d) part_o[((p) * WG + (row)) * OV + (d)]
 #endif
     const int bh = get_group_id(1);
     const int lid = get_local_id(0);
@@ -198,7 +205,7 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
     part_l[part][lid] = l;
     part_nan[part][lid] = nan_score;
     for (int d = 0; d < OV; ++d)
-        part_o[part][lid][d] = acc[d];
+        PART_O(part, lid, d) = acc[d];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!live)
         return;
@@ -228,7 +235,7 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
     for (int d = part; d < OV; d += KSPLIT) {
         VT sum = (VT)(0.0f);
         for (int p = 0; p < KSPLIT; ++p)
-            sum += part_o[p][lid][d] * weight[p];
+            sum += PART_O(p, lid, d) * weight[p];
         VSTORE(sum * scale_out, op, d);
     }
 #else

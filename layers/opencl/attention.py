@@ -76,9 +76,18 @@ def forced_parameters(params: dict | None) -> Iterator[None]:
         FORCED_PARAMETERS = old
 
 
-# Fewer query rows than this (all heads together) and a GPU splits each row's keys over
-# KSPLIT work-items: at ViT-S's 6 x 197 rows one work-item per row fills 1% of an H100.
-FEW_ROWS = 16384
+# GPU sets by query rows (all heads together): (fewer rows than, set). With few rows one
+# work-item per row leaves the GPU nearly empty (ViT-S at batch 1: 6 x 197 rows), so KSPLIT
+# work-items share a row. Measured on an NVIDIA H200 (NVIDIA OpenCL, driver 580.159.04; head 64,
+# no mask), device ms of one launch, median of 15:
+#                             (WG, BK, KSPLIT):  64,32,1  32,32,4  16,32,8  16,64,8  32,64,4
+#   ViT-S b1    6 x 197 rows   (1,182)           0.072    0.040    0.026    0.024    0.040
+#   encoder    12 x 128 rows   (1,536)           0.048    0.030    0.021    0.019    0.028
+#   encoder    12 x 512 rows   (6,144)           0.153    0.090    0.105    0.092    0.082
+#   ViT-S b32 192 x 197 rows  (37,824)           0.174    0.257    0.285    0.262    0.256
+# (128,32,1 ran the b32 shape in 0.165 and the others slower; KSPLIT 2 sat between 1 and 4.)
+GPU_SETS_BY_ROWS = ((4096, {"WG": 16, "BK": 64, "KSPLIT": 8}),
+                    (16384, {"WG": 32, "BK": 64, "KSPLIT": 4}))
 
 
 def fused_parameters(device, head: int, value_head: int, rows: int) -> dict:
@@ -94,24 +103,46 @@ def fused_parameters(device, head: int, value_head: int, rows: int) -> dict:
         return dict(FORCED_PARAMETERS)
     if is_cpu(device):
         return {"WG": 16, "BK": 32, "KSPLIT": 1}
-    bk = 32 if max(head, value_head) <= 64 else 16
-    if rows < FEW_ROWS:
-        return {"WG": 16, "BK": bk, "KSPLIT": 4}
-    return {"WG": 64, "BK": bk, "KSPLIT": 1}
+    wide = max(head, value_head) > 64   # wider heads: half the keys per tile (registers)
+    for limit, params in GPU_SETS_BY_ROWS:
+        if rows < limit:
+            return {**params, "BK": params["BK"] // 2} if wide else dict(params)
+    return {"WG": 64, "BK": 16 if wide else 32, "KSPLIT": 1}
 
 
-# Every set fused_parameters can return, and the fallback of fused_launch (tests run each).
+def fitted(params: dict, head: int, value_head: int, device) -> dict:
+    """`params` made small enough for the device: fewer rows per group, then fewer keys per
+    tile, then fewer work-items per row, until the local memory and the group size fit (wide
+    heads on a device with 32 KB of local memory, Oclgrind's)."""
+    p = dict(params)
+    while (fused_local_bytes(p, head, value_head) > int(device.local_mem_size)
+           or p["WG"] * p["KSPLIT"] > int(device.max_work_group_size)):
+        if p["WG"] > 8:
+            p["WG"] //= 2
+        elif p["BK"] > max(8, p["KSPLIT"]):
+            p["BK"] //= 2
+        elif p["KSPLIT"] > 1:
+            p["KSPLIT"] //= 2
+        else:
+            break   # the smallest set: the build says what is missing
+    return p
+
+
+# Every set fused_parameters can return (tests run each; `fitted` may shrink it).
 FUSED_VARIANTS = ({"WG": 16, "BK": 32, "KSPLIT": 1}, {"WG": 64, "BK": 32, "KSPLIT": 1},
-                  {"WG": 64, "BK": 16, "KSPLIT": 1}, {"WG": 16, "BK": 32, "KSPLIT": 4},
-                  {"WG": 16, "BK": 16, "KSPLIT": 4}, {"WG": 16, "BK": 16, "KSPLIT": 1})
+                  {"WG": 64, "BK": 16, "KSPLIT": 1}, {"WG": 16, "BK": 64, "KSPLIT": 8},
+                  {"WG": 16, "BK": 32, "KSPLIT": 8}, {"WG": 32, "BK": 64, "KSPLIT": 4},
+                  {"WG": 32, "BK": 32, "KSPLIT": 4}, {"WG": 16, "BK": 16, "KSPLIT": 1})
 
 
 def fused_local_bytes(params: dict, head: int, value_head: int) -> int:
-    """Local memory of attention_rows with `params`: the K and V tiles, and with KSPLIT the
-    partial results of every row's work-items."""
+    """Local memory of attention_rows with `params`: the K and V tiles, or with KSPLIT the
+    partial outputs of every row's work-items if larger (they share the bytes), plus three
+    words per work-item (its m, l and NaN flag)."""
     words = params["BK"] * (head + value_head)
     if params["KSPLIT"] > 1:
-        words += params["KSPLIT"] * params["WG"] * (value_head + 3)
+        words = max(words, params["KSPLIT"] * params["WG"] * value_head)
+        words += 3 * params["KSPLIT"] * params["WG"]
     return 4 * words
 
 
@@ -145,10 +176,8 @@ class _AttentionLaunches(OpenCLLayer):
         source), kind, dtype) or None. K may instead be a view of K^T (row stride 1: the keys
         of one head dim side by side)."""
         device = self.runtime.device
-        p = fused_parameters(device, head, value_head, rows * len(q.offsets))
-        if fused_local_bytes(p, head, value_head) > int(device.local_mem_size) \
-                or p["WG"] * p["KSPLIT"] > int(device.max_work_group_size):
-            p = {"WG": 16, "BK": 16, "KSPLIT": 1}   # fits any device with 32 KB of local memory
+        p = fitted(fused_parameters(device, head, value_head, rows * len(q.offsets)), head,
+                   value_head, device)
         if p["BK"] % p["KSPLIT"]:
             raise ValueError(f"attention_rows: KSPLIT={p['KSPLIT']} must divide BK={p['BK']}")
         vw = 4 if head % 4 == 0 and value_head % 4 == 0 else 1

@@ -49,7 +49,6 @@ from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as
 )
 from kuiper.layers.opencl_gemm.selection import select_gemm
 from kuiper.layers.opencl_helpers.buffers import keep_alive
-from kuiper.opencl.device.runtime import is_cpu
 
 # --- weight_gemm_launch: clkernels/gemm.h ------------------------------------------------------
 # The parameter sets (tile sizes as -D options) are in gemm_params.py; the cost model picks one.
@@ -137,9 +136,11 @@ def linear_gemm_launches(layer: OpenCLLayer, m: int, n: int, k: int, a, b, c, bi
 
 def weight_stored_transposed(device, rows: int) -> bool:
     """Whether a weight known at bind time, (out, in) as PyTorch keeps it, is uploaded as its
-    transpose (in, out): on CPU devices for more than GEMV_MAX_ROWS rows, where gemm_blocked.h
-    loads a row of B as one vector (layers/opencl/linear.py says what it costs otherwise)."""
-    return rows > GEMV_MAX_ROWS and is_cpu(device)
+    transpose (in, out): for more than GEMV_MAX_ROWS rows, on every device (gemv.h, for fewer
+    rows, reads each output's weights as one contiguous row). layers/opencl/linear.py says what
+    the other layout costs on a CPU device and on a GPU. `device` is kept for devices that may
+    come to want otherwise."""
+    return rows > GEMV_MAX_ROWS
 
 
 def projection_launch(layer: OpenCLLayer, rows: int, weight: np.ndarray, bias, x, y,

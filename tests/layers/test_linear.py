@@ -49,15 +49,11 @@ def test_linear_gemm_edges(backend, rng, monkeypatch, gemm, rows, n_in, n_out):
 @pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 @pytest.mark.parametrize("rows", [1, GEMV_MAX_ROWS, GEMV_MAX_ROWS + 1, 3136])
 @pytest.mark.parametrize("functional", [False, True])
-@pytest.mark.parametrize("as_cpu", [True, False], ids=["cpu-rule", "gpu-rule"])
-def test_linear_weight_layout(monkeypatch, tmp_path, rng, rows, functional, as_cpu):
-    """The weight is stored (in, out) at bind time on CPU devices for more than GEMV_MAX_ROWS
-    rows (gemm_blocked loads rows of B as vectors), and read as PyTorch's (out, in) otherwise:
-    on GPUs, for a few rows (gemv) and for F.linear, whose weight is only known at run time.
-    Both rules run on whatever device runs the tests (the layer's device check is replaced),
-    so each layout is computed on it. `kuiper tune` keys the problem by the layout the layer
-    chose (gemm_problem)."""
-    monkeypatch.setattr("kuiper.layers.opencl.linear.is_cpu", lambda device: as_cpu)
+def test_linear_weight_layout(tmp_path, rng, rows, functional):
+    """The weight is stored (in, out) at bind time for more than GEMV_MAX_ROWS rows (the
+    GEMM families load rows of B as vectors), and read as PyTorch's (out, in) otherwise: for a
+    few rows (gemv) and for F.linear, whose weight is only known at run time. `kuiper tune`
+    keys the problem by the layout the layer chose (gemm_problem)."""
     x = rng.standard_normal((rows, 96)).astype(np.float32)
     w = rng.standard_normal((40, 96)).astype(np.float32)
     b = rng.standard_normal(40).astype(np.float32)
@@ -73,9 +69,8 @@ def test_linear_weight_layout(monkeypatch, tmp_path, rng, rows, functional, as_c
         y = graph(x)
     op = next(op for op in graph.order if op.type in ("nn.Linear", "F.linear"))
     specs = [[graph.specs[o.name] for o in ops] for ops in (op.inputs, op.outputs)]
-    expected_trans_b = {(True, False, GEMV_MAX_ROWS + 1): False, (True, False, 3136): False}
-    assert op.layer.gemm_problem(*specs)[5] == expected_trans_b.get((as_cpu, functional, rows),
-                                                                    True)
+    stored_transposed = not functional and rows > GEMV_MAX_ROWS
+    assert op.layer.gemm_problem(*specs)[5] == (not stored_transposed)
     assert_close(y, F.linear(*map(torch.from_numpy, (x, w, b))).numpy())
 
 
