@@ -147,7 +147,6 @@ class RuntimeGraph:
         self.input_ops: list[RuntimeOperator] = []
         self.output_operands: list[RuntimeOperand] = []
         self.executor: Any = None  # the backend's executor, made by build()
-        self._archive: WeightArchive | None = None  # kept open: the weight arrays map into it
 
     # --- init -----------------------------------------------------------------------------------
     def init(self) -> RuntimeGraph:
@@ -155,7 +154,24 @@ class RuntimeGraph:
         self._check_params_match(model)
         needs_weights = any(d.attributes for d in model.operators)
         archive = WeightArchive(self.bin_path) if needs_weights else None
-        self._archive = archive
+        try:
+            self._link(model, archive)
+        finally:  # the weights own their memory: the file is not needed once they are read
+            if archive is not None:
+                archive.close()
+        self._check_graph_ops()
+        self.input_ops = [op for op in self.operators if op.type == INPUT]
+        outputs = [op for op in self.operators if op.type == OUTPUT]
+        if not self.input_ops or not outputs:
+            raise GraphError(f"{self.param_path}: a model needs at least one pnnx.Input and one "
+                             f"pnnx.Output (found {len(self.input_ops)} and {len(outputs)})")
+        self.output_operands = [o for op in outputs for i in op.inputs for o in self._flatten(i)]
+        self.state = GraphState.NEED_BUILD
+        return self
+
+    def _link(self, model, archive: WeightArchive | None) -> None:
+        """One RuntimeOperator per operator line, with its weights read (and verified) from
+        `archive`, linked to its operands; dangling operands refused, tuples unpacked."""
         for d in model.operators:
             params = {**self.params.get(d.type, {}), **d.params}  # the file's own values win
             op = RuntimeOperator(d.name, d.type, params, line=d.line, source=d,
@@ -188,15 +204,6 @@ class RuntimeGraph:
                                  f" consumed by '{user.name}' is produced by no operator "
                                  "(dangling operand)")
         splice_tuple_unpacks(self.operators, self.operands, self.param_path)  # no tuple operands
-        self._check_graph_ops()
-        self.input_ops = [op for op in self.operators if op.type == INPUT]
-        outputs = [op for op in self.operators if op.type == OUTPUT]
-        if not self.input_ops or not outputs:
-            raise GraphError(f"{self.param_path}: a model needs at least one pnnx.Input and one "
-                             f"pnnx.Output (found {len(self.input_ops)} and {len(outputs)})")
-        self.output_operands = [o for op in outputs for i in op.inputs for o in self._flatten(i)]
-        self.state = GraphState.NEED_BUILD
-        return self
 
     def _check_params_match(self, model) -> None:
         """params= for a type the model lacks is a typo, whose parameter would silently not
@@ -456,19 +463,18 @@ class RuntimeGraph:
 
     # --- resources ------------------------------------------------------------------------------
     def close(self) -> None:
-        """Release what the model holds: the .pnnx.bin mapping (the weights), and the
-        executor's buffers (on OpenCL, the device memory). Afterwards the graph cannot run
-        (a GraphError); its ports stay readable. Closing twice does nothing.
+        """Release what the model holds: its weights (read from the .pnnx.bin at init, which
+        was closed then), and the executor's buffers (on OpenCL, the device memory).
+        Afterwards the graph cannot run (a GraphError); its ports stay readable. Closing twice
+        does nothing.
         `with kuiper.load(...) as g:` closes on leaving the block."""
         with self._lock:  # not while another thread runs the graph
             if self.state == GraphState.CLOSED:
                 return
             if self.executor is not None and hasattr(self.executor, "close"):
                 self.executor.close()
-            for op in self.operators:  # layers and attributes view the mapped weights
+            for op in self.operators:  # layers and attributes hold the weights
                 op.layer, op.attributes = None, {}
-            if self._archive is not None:
-                self._archive.close()
             self.state = GraphState.CLOSED
 
     def __enter__(self) -> RuntimeGraph:
