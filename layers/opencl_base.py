@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kuiper.core.errors import KernelBuildError
+from kuiper.core.plugins import results as checked_results
 from kuiper.core.registry import cpu_base, is_kuipers
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
@@ -279,7 +280,7 @@ class HostFallback:
             cl.wait_for_events(list(wait_for))
         host = [spec.value if arr is None else arr.get(queue)
                 for arr, spec in zip(self.inputs, self.in_specs)]
-        results = self.layer.forward(host)
+        results = checked_results(self.layer.op, self.layer, self.layer.forward(host))
         events = []
         for arr, value in zip(self.outputs, results):
             if arr is not None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import difflib
 import enum
-import inspect
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -38,6 +37,7 @@ from kuiper.core import plugins as kuiper_plugins
 from kuiper.core import registry
 from kuiper.core.errors import (
     MALFORMED,
+    ArgumentError,
     GraphError,
     InputError,
     KuiperError,
@@ -46,7 +46,7 @@ from kuiper.core.errors import (
 )
 from kuiper.core.ir import Observer, RuntimeOperand, RuntimeOperator, operator_failure
 from kuiper.core.tensor_spec import TensorSpec
-from kuiper.graph import named_io, pipeline, topo
+from kuiper.graph import arguments, named_io, pipeline, topo
 from kuiper.graph.backends import executor_class
 from kuiper.graph.summary import summarize
 from kuiper.graph.tuple_unpack import splice_tuple_unpacks
@@ -122,23 +122,26 @@ class RuntimeGraph:
                  params: Mapping[str, Mapping[str, Any]] | None = None,
                  limits: kuiper_limits.Limits | None = None,
                  passes: Sequence[str] | None = None, **backend_options: Any):
-        self.param_path = str(param_path)
-        self.bin_path = str(bin_path) if bin_path else bin_beside(self.param_path)
-        if backend not in registry.BACKENDS:
-            raise KuiperError(f"unknown backend '{backend}', expected one of "
-                              f"{', '.join(registry.BACKENDS)}")
+        self.param_path = arguments.path("param_path", param_path)
+        bin_path = arguments.optional_path("bin_path", bin_path)
+        self.bin_path = bin_path or bin_beside(self.param_path)
+        if not isinstance(backend, str) or backend not in registry.BACKENDS:
+            raise ArgumentError("backend", f"unknown backend {backend!r}, expected one of "
+                                           f"{', '.join(registry.BACKENDS)}")
         self.backend = backend
-        self.backend_options = _checked_options(backend, backend_options)
-        self.params = _checked_params(params)
-        self.limits = limits or kuiper_limits.Limits.from_environment()
-        self.passes = pipeline.checked_names(passes)  # unknown names: a KuiperError
+        self.backend_options = arguments.backend_options(backend, executor_class(backend),
+                                                         backend_options)
+        self.params = arguments.params(params)
+        self.limits = arguments.limits(limits) or kuiper_limits.Limits.from_environment()
+        # unknown names: a KuiperError listing the passes
+        self.passes = pipeline.checked_names(arguments.passes(passes))
         if self.backend_options.get("fuse") is False:  # the CPU option from before the passes
             self.passes = tuple(n for n in self.passes if n != "fuse_epilogues")
         self.plan: Plan | None = None  # what the passes decided, made by build()
         self._plans: dict[tuple[str, ...], Plan] = {}  # other pass sets, lazily
         self._lock = threading.RLock()  # forward/build from several threads: one at a time
         self._built_shapes: list[tuple[int, ...]] | None = None  # input shapes of the last build
-        kuiper_plugins.load_all(plugins)
+        kuiper_plugins.load_all(arguments.plugins(plugins))
         self.state = GraphState.NEED_INIT
         self.operators: list[RuntimeOperator] = []
         self.operands: dict[str, RuntimeOperand] = {}
@@ -274,7 +277,7 @@ class RuntimeGraph:
             # Until this build succeeds, no input size counts as built: a failed rebuild may
             # have left layers half-way to a new size, and the next forward must build again.
             self._built_shapes = None
-            specs = self._input_specs(input_shapes)
+            specs = self._input_specs(arguments.input_shapes(input_shapes))
             with kuiper_limits.using(self.limits):
                 self._infer(specs)
             self._plans = {}
@@ -425,13 +428,13 @@ class RuntimeGraph:
         by name or alias ("out0"), or any operand inside the graph (ncnn's extract).
         `return_dict=True` returns {name: array}, keyed by the names asked for (default: the
         graph outputs' names). See kuiper/graph/named_io.py."""
+        asked = arguments.outputs(outputs)  # the names, as given
+        observer = arguments.observer(observer)
+        return_dict = arguments.flag("return_dict", return_dict)
         with self._lock:  # one call at a time per graph (see the class docstring)
             if self.state != GraphState.COMPLETE:
                 raise self._not_ready("forward()")
             arrays = self._check_inputs(named_io.ordered_inputs(self, inputs))
-            if isinstance(outputs, str):
-                outputs = [outputs]
-            asked = None if outputs is None else list(outputs)  # the names, as given
             names = None if asked is None else named_io.output_operands(self, asked)
             shapes = [a.shape for a in arrays]
             if shapes != self._built_shapes:
@@ -440,14 +443,43 @@ class RuntimeGraph:
                 values = self.executor.run(arrays, observer)
             else:
                 values = self.executor.run(arrays, observer, outputs=names)
+            operands = names if names is not None else [o.name for o in self.output_operands]
+            values = [self._as_declared(n, v) for n, v in zip(operands, values)]
             if not return_dict:
                 return values
             keys = asked if asked is not None else [o.name for o in self.output_operands]
             return dict(zip(keys, values))
 
+    def _as_declared(self, name: str, value: Any) -> Any:
+        """`value` of operand `name` as the NumPy array its spec declares (the dtype and, but
+        for a data-dependent size, the shape that `graph.outputs` promises). An executor may
+        hold a Python value: a folded constant, or a list expression (`expr=[2.0,@0]`), which
+        the CPU backend returned as a list although the port said float32 of shape (2,)."""
+        spec = self.specs.get(name)
+        if spec is None or spec.dtype == object:  # `expr=None`: no tensor to make
+            return value
+        if isinstance(value, np.ndarray) and value.dtype == spec.dtype and (
+                spec.dynamic or value.shape == spec.shape):
+            return value
+        try:
+            array = np.asarray(value, dtype=spec.dtype)
+        except (ValueError, TypeError, OverflowError) as e:
+            array, why = None, f"{type(e).__name__}: {str(e)[:120]}"
+        if array is not None and not spec.dynamic and array.shape != spec.shape:
+            array, why = None, f"its shape is {np.shape(value)}"
+        if array is None:
+            message = (f"output '{name}' is declared {spec.dtype.name} of shape {spec.shape}, "
+                       f"but the value computed is not one ({why})")
+            producer = self.operands[name].producer
+            if producer is None:
+                raise GraphError(f"{self.param_path}: {message}")
+            raise producer.error(message)
+        return array
+
     def __call__(self, *inputs: Any, outputs: str | Sequence[str] | None = None,
                  return_dict: bool = False) -> Any:
         """`y = g(x)` for one output, a tuple for several (or a dict with return_dict)."""
+        return_dict = arguments.flag("return_dict", return_dict)
         result = self.forward(*inputs, outputs=outputs, return_dict=return_dict)
         if return_dict:
             return result
@@ -487,20 +519,7 @@ class RuntimeGraph:
         if len(inputs) != len(self.input_ops):
             raise InputError(f"the model takes {len(self.input_ops)} input(s) "
                              f"({', '.join(str(p) for p in self.inputs)}), got {len(inputs)}")
-        arrays = []
-        for port, x in zip(self.inputs, inputs):
-            a = np.asarray(x)
-            declared = port.shape
-            if len(a.shape) != len(declared):
-                raise InputError(f"input '{port.name}' should be {len(declared)}-D like "
-                                 f"{port}, got shape {a.shape}")
-            if a.dtype != port.dtype:
-                if not np.can_cast(a.dtype, port.dtype, casting="same_kind"):
-                    raise InputError(f"input '{port.name}' should be {port.dtype.name}, got "
-                                     f"{a.dtype.name}")
-                a = a.astype(port.dtype)
-            arrays.append(np.ascontiguousarray(a).reshape(a.shape))  # keeps 0-dim inputs 0-dim
-        return arrays
+        return [arguments.input_array(port, x, self.limits) for port, x in zip(self.inputs, inputs)]
 
     # --- introspection --------------------------------------------------------------------------
     @property
@@ -541,33 +560,6 @@ class RuntimeGraph:
     def __repr__(self) -> str:
         return (f"RuntimeGraph({Path(self.param_path).name!r}, backend={self.backend!r}, "
                 f"{len(self.operators)} operators, state={self.state.name})")
-
-
-def _checked_options(backend: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The backend options, refused by name if the backend's executor does not take them.
-
-    The options are the executor's keyword arguments (CPUExecutor: fuse; OpenCLExecutor:
-    device, out_of_order, profiling, runtime), so its signature is the one list of them.
-    """
-    executor = executor_class(backend)
-    accepted = [name for name in inspect.signature(executor).parameters if name != "graph"]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise KuiperError(f"unknown option(s) for the {backend} backend: {', '.join(unknown)} "
-                          f"(it takes: {', '.join(accepted) or 'none'})")
-    return options
-
-
-def _checked_params(params) -> dict[str, dict[str, Any]]:
-    """`params` as {type: {key: value}}, or a KuiperError saying what shape it must have."""
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping) or not all(
-            isinstance(t, str) and isinstance(p, Mapping) and all(isinstance(k, str) for k in p)
-            for t, p in params.items()):
-        raise KuiperError("params must map a PNNX type to its parameters, e.g. "
-                          "{'mymods.Swish2': {'beta': 2}}")
-    return {t: dict(p) for t, p in params.items()}
 
 
 def bin_beside(param_path: str) -> str:
