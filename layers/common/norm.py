@@ -34,6 +34,7 @@ import numpy as np
 from kuiper.core.ir import RuntimeOperator
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
+from kuiper.layers.common.input_dtypes import expect_floats
 
 
 def tensor_inputs(op: RuntimeOperator, order: Sequence[str]) -> dict[str, int]:
@@ -139,6 +140,7 @@ class RowNorm(Layer):
 
     def infer(self, inputs):
         self.expect_inputs(inputs, *range(1, len(self.slots) + 1))
+        expect_floats(self, inputs)  # the input, and an F.*_norm's weight and bias
         lay = self.layout(inputs[0].shape)
         for name, own in zip(("weight", "bias"), (self.gamma, self.beta)):
             spec = inputs[self.slots[name]] if name in self.slots else own
