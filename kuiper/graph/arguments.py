@@ -210,10 +210,20 @@ def outputs(value: Any) -> list[str] | None:
 
 
 def observer(value: Any) -> Callable | None:
-    if value is None or callable(value):
+    """None, or a function the executors can call as observer(operator, outputs, seconds)."""
+    if value is None:
         return value
-    raise ArgumentError("observer", f"got {_got(value)}, expected a function "
-                                    "observer(operator, outputs, seconds), or None")
+    expected = "expected a function observer(operator, outputs, seconds), or None"
+    if not callable(value):
+        raise ArgumentError("observer", f"got {_got(value)}, {expected}")
+    try:
+        inspect.signature(value).bind(None, None, None)
+    except TypeError:  # called with three arguments after the first operator, it would fail
+        raise ArgumentError("observer", f"{_got(value)} cannot take three arguments: "
+                                        f"{expected}") from None
+    except ValueError:  # a builtin without a signature: let it be
+        pass
+    return value
 
 
 def flag(argument: str, value: Any) -> bool:

@@ -27,6 +27,17 @@ RTOL = 1e-4
 # value: PoCL's builtins are within 4 ulp (OpenCL's spec allows up to 16 for some), PyTorch's
 # within 1-2; 4e-6 is about 33 ulp of float32.
 EDGE_RTOL = 4e-6
+# The edges of floating point, for differential tests and the fuzzer (kuiper/fuzz/scenarios.py):
+# NaN, infinities, signed zeros, float32's largest, smallest normal and smallest subnormal
+# values, halves for round(), and where exp and sinh overflow (88.7, 89, -104).
+_MAX, _TINY = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+EDGE_FLOATS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, _MAX, -_MAX, _TINY, -_TINY, 1e-45,
+                        -1e-45, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 3.0, -7.0, 1e30, -1e30, 88.7,
+                        89.0, -104.0], np.float32)
+EDGE_INTS = np.array([0, 1, -1, 2, -7, 63, 64, 2**62, -(2**63), 2**63 - 1], np.int64)
+# The same kind of values as literals, as pnnx writes them (nan.0 is its NaN).
+EDGE_LITERALS = ["nan.0", "nan", "inf", "-inf", "0.0", "-0.0", "3.402823e+38",
+                 "-3.402823e+38", "1e-45", "2.0", "-1.0"]
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
            np.dtype(np.float16): "f16", np.dtype(np.int64): "i64", np.dtype(np.int32): "i32",

@@ -27,17 +27,16 @@ import torch
 
 import kuiper
 from kuiper.parser.expression import FUNCTIONS
-from kuiper.testing import edge_mismatch, write_expression_model
+from kuiper.testing import (
+    EDGE_FLOATS,
+    EDGE_INTS,
+    EDGE_LITERALS,
+    edge_mismatch,
+    write_expression_model,
+)
 from tests.conftest import opencl_available
 
-MAX, TINY = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
-FLOATS = np.array([math.nan, math.inf, -math.inf, 0.0, -0.0, MAX, -MAX, TINY, -TINY, 1e-45,
-                   -1e-45, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 3.0, -7.0, 1e30, -1e30, 88.7, 89.0,
-                   -104.0], np.float32)  # (88.7, 89 and -104: where exp and sinh overflow)
-INTS = np.array([0, 1, -1, 2, -7, 63, 64, 2**62, -(2**63), 2**63 - 1], np.int64)
-# Literals as pnnx writes them (nan.0 is its NaN), in a Python float's weak type.
-LITERALS = ["nan.0", "nan", "inf", "-inf", "0.0", "-0.0", "3.402823e+38", "-3.402823e+38",
-            "1e-45", "2.0", "-1.0"]
+FLOATS, INTS, LITERALS = EDGE_FLOATS, EDGE_INTS, EDGE_LITERALS  # (kuiper/testing)
 
 TORCH = {
     **{name: getattr(torch, name) for name in (

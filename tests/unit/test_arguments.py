@@ -94,6 +94,7 @@ def test_limits_from_the_environment_must_be_finite(monkeypatch, variable, text)
     (lambda g: g(X, outputs=5), "outputs", r"got 5 \(int\), expected an output or operand"),
     (lambda g: g.forward(X, outputs=[b"out0"]), r"outputs\[0\]", "expected an output"),
     (lambda g: g.forward(X, observer=5), "observer", "expected a function observer"),
+    (lambda g: g.forward(X, observer=lambda: 0), "observer", "cannot take three arguments"),
     (lambda g: g(X, return_dict="yes"), "return_dict", "expected True or False"),
 ])
 def test_a_call_names_the_wrong_argument(graphs, backend, call, argument, expected):
