@@ -46,11 +46,12 @@ def test_every_layer_stem_has_a_test_file():
 
 
 def test_every_kernel_file_is_used():
-    # layers, and the rooms that build kernels for them (opencl_helpers/epilogue.py, the
-    # convolution algorithms of opencl_conv/, the GEMMs of opencl_gemm/ ...)
-    sources = "\n".join(p.read_text() for folder in ("opencl", "opencl_helpers", "opencl_conv",
-                                                     "opencl_gemm")
-                        for p in (ROOT / "layers" / folder).glob("*.py"))
+    # layers, and the rooms that build kernels for them (the convolution algorithms of
+    # layers/opencl_conv/, the GEMMs of layers/opencl_gemm/, the executor's epilogue step ...)
+    rooms = [ROOT / "layers" / folder for folder in ("opencl", "opencl_helpers", "opencl_conv",
+                                                   "opencl_gemm")]
+    rooms.append(ROOT / "kuiper" / "opencl" / "execution")
+    sources = "\n".join(p.read_text() for room in rooms for p in room.glob("*.py"))
     # a header may be included by a kernel file or by another header (gemm.h's families)
     includes = "\n".join(p.read_text() for p in [*KERNELS.glob("*.cl"), *KERNELS.glob("*.h")])
     stems = {_stem(c) for c in own("opencl").values()}
