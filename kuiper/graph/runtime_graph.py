@@ -463,13 +463,11 @@ class RuntimeGraph:
             return value
         try:
             array = np.asarray(value, dtype=spec.dtype)
-        except (ValueError, TypeError, OverflowError) as e:
-            array, why = None, f"{type(e).__name__}: {str(e)[:120]}"
-        if array is not None and not spec.dynamic and array.shape != spec.shape:
-            array, why = None, f"its shape is {np.shape(value)}"
-        if array is None:
+        except (ValueError, TypeError, OverflowError):
+            array = None
+        if array is None or (not spec.dynamic and array.shape != spec.shape):
             message = (f"output '{name}' is declared {spec.dtype.name} of shape {spec.shape}, "
-                       f"but the value computed is not one ({why})")
+                       f"but the value computed is {_described(value)}")
             producer = self.operands[name].producer
             if producer is None:
                 raise GraphError(f"{self.param_path}: {message}")
@@ -560,6 +558,17 @@ class RuntimeGraph:
     def __repr__(self) -> str:
         return (f"RuntimeGraph({Path(self.param_path).name!r}, backend={self.backend!r}, "
                 f"{len(self.operators)} operators, state={self.state.name})")
+
+
+def _described(value: Any) -> str:
+    """`a list of 2 items (float, a 1 tensor)`: a value for a message."""
+    if isinstance(value, np.ndarray):
+        return f"a {'x'.join(map(str, value.shape)) or '0-dim'} tensor of {value.dtype}"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(_described(v) if isinstance(v, np.ndarray) else type(v).__name__
+                          for v in value[:4])
+        return f"a list of {len(value)} items ({items}{', ...' if len(value) > 4 else ''})"
+    return f"{type(value).__name__} {str(value)[:40]!r}"
 
 
 def bin_beside(param_path: str) -> str:

@@ -246,6 +246,24 @@ def test_list_outputs(backend, expr, expected):
     assert out.tolist() == expected
 
 
+def test_a_list_expression_as_a_graph_output_is_an_array_of_its_port(backend, tmp_path):
+    """`expr=[2.0,@0]` as a graph output came back on the CPU as a Python list while the port
+    declared float32 of shape (2,) (issue 31); with a tensor item that is not a number it is
+    no tensor at all: an error on both backends."""
+    model = tmp_path / "m.pnnx.param"
+    for shape, x in (("()", np.float32(3)), ("(1)", np.ones(1, np.float32))):
+        model.write_text(f"7767517\n3 2\npnnx.Input in 0 1 0 #0={shape}f32\npnnx.Expression e 1 "
+                         f"1 0 1 expr=[2.0,@0] #0={shape}f32 #1=(2)f32\npnnx.Output out 1 0 1\n")
+        if shape == "()":
+            graph = kuiper.load(model, backend=backend)
+            y = graph(x)
+            assert isinstance(y, np.ndarray) and y.dtype == graph.outputs[0].dtype == np.float32
+            assert y.tolist() == [2.0, 3.0]
+            continue
+        with pytest.raises(kuiper.OperatorError, match="operator 'e'.*list"):
+            kuiper.load(model, backend=backend)(x)
+
+
 def test_list_with_run_time_items(backend):
     """`[size(@0,0),@1]` with @1 computed at run time: the list is only known then."""
     out = run("[size(@0,0),mul(@1,2)]", [np.zeros((3, 2), np.float32), np.array(5, np.int64)],

@@ -9,6 +9,7 @@ its table and JSON say what won and by how much.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from types import SimpleNamespace
@@ -375,6 +376,22 @@ def test_every_candidates_parameters_survive_the_cache(cache_dir, conv_model, tm
 def test_a_hostile_cache_is_ignored_with_a_warning(cache_dir, content):
     cache_dir.mkdir()
     (cache_dir / "tuning.json").write_text(content)
+    with pytest.warns(KuiperWarning, match="tuning cache .* cannot be read .* ignored"):
+        assert tuning.lookup(fake_device(), "conv:a") is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "huge"])
+def test_a_cache_that_is_not_a_small_file_is_ignored_with_a_warning(cache_dir, kind):
+    """A FIFO blocked the load forever, /dev/zero was read until memory ran out."""
+    cache_dir.mkdir()
+    path = cache_dir / "tuning.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev_zero":
+        path.symlink_to("/dev/zero")
+    else:
+        with open(path, "wb") as f:  # sparse: above the bound, no disk used
+            f.truncate(17 << 20)
     with pytest.warns(KuiperWarning, match="tuning cache .* cannot be read .* ignored"):
         assert tuning.lookup(fake_device(), "conv:a") is None
 
