@@ -283,7 +283,7 @@ def fake_timing(monkeypatch, clock_step: float = 0.0) -> list:
         return 1e-3 * (1 + problem.candidates.index(candidate))
 
     monkeypatch.setattr(tuner, "time_candidate", fake)
-    monkeypatch.setattr(tuner.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(tuner, "time", SimpleNamespace(monotonic=lambda: now[0]))  # its clock
     return timed
 
 
