@@ -51,6 +51,10 @@ def keep_freed_memory() -> bool:
         return False
 
 
+# More BLAS threads than any machine has cores (the count goes to a C int: 10**40 failed there)
+MAX_THREADS = 1 << 16
+
+
 class CPUExecutor:
     """Runs a built RuntimeGraph (`graph`) with the NumPy layers, as its `plan` says.
 
@@ -68,10 +72,10 @@ class CPUExecutor:
         self.memory = check_strategy(memory)
         keep_freed_memory()
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                    or threads < 1):
+                                    or not 1 <= threads <= MAX_THREADS):
             raise ArgumentError("threads", f"got {threads!r}, expected a whole number of "
-                                           "threads, at least 1 (or None to leave NumPy's BLAS "
-                                           "as it is)")
+                                           f"threads from 1 to {MAX_THREADS:,} (or None to "
+                                           "leave NumPy's BLAS as it is)")
         self.graph = graph
         self.fuse = fuse
         self.threads = threads

@@ -160,17 +160,18 @@ def edges(rng: random.Random, seed: Path, backend: str, work: Path) -> Outcome |
         expr = f"{name}({rng.choice(EDGE_LITERALS)},{operand(1)})"
     else:
         expr = f"{name}({operand(0)},{operand(1)})"
-    exprs = [expr, f"add({expr},mul(@0,@1))"]  # the value, and the value read by another kernel
+    # One function on exact operands: a second inexact step could turn the few ulps that the
+    # backends' math libraries may differ by into a large difference (cancellation), which
+    # would be reported as a bug that is not one.
     results = []
     for on in ("cpu", "opencl"):
         folder = work / on
         folder.mkdir()
-        graph = load(write_expression_model(folder, inputs, exprs), backend=on)
-        results.append(graph.forward(*inputs))
-    for e, cpu, opencl in zip(exprs, *results):
-        why = edge_mismatch(opencl, cpu)
-        if why is not None:
-            return Outcome("wrong", "edges", f"{e}: OpenCL against the CPU: {why[:200]}")
+        graph = load(write_expression_model(folder, inputs, [expr]), backend=on)
+        results.append(graph.forward(*inputs)[0])
+    why = edge_mismatch(results[1], results[0])
+    if why is not None:
+        return Outcome("wrong", "edges", f"{expr}: OpenCL against the CPU: {why[:200]}")
     return None
 
 

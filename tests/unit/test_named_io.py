@@ -211,7 +211,7 @@ def test_threads_limits_blas_during_the_run_only(x):
     assert blas_thread_counts() == before
 
 
-@pytest.mark.parametrize("threads", [0, -2, 1.5, "2", True])
+@pytest.mark.parametrize("threads", [0, -2, 1.5, "2", True, 10**40])
 def test_threads_must_be_a_positive_whole_number(threads):
     with pytest.raises(kuiper.ArgumentError, match=rf"threads: got {re.escape(repr(threads))}"
                                                    ".*expected (int or None|a whole number)"):

@@ -236,6 +236,10 @@ class OpenCLExecutor:
                     outputs.append(device_view(rt, inputs[kind.input], spec.shape, spec.dtype))
                 elif kind.kind == "host":
                     outputs.append(None)
+                elif spec.dtype.kind in "OSUV":  # no device buffer holds a string or an object
+                    raise operator_failure(op, "placing its outputs on the device", TypeError(
+                        f"output '{operand.name}' would be {spec.dtype}, not a tensor"),
+                        graph.specs)
                 else:
                     outputs.append(new_array(operand.name, spec))
             if isinstance(layer, OpenCLLayer):
