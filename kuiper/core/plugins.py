@@ -37,6 +37,7 @@ from types import ModuleType
 
 from kuiper.core import registry
 from kuiper.core.errors import KernelBuildError, KuiperError, OperatorError, PluginError, ShapeError
+from kuiper.core.tensor_spec import TensorSpec
 
 ENTRY_POINT_GROUP = "kuiper.layers"
 # The guide to writing a plugin, shipped with the package (errors point to it).
@@ -250,21 +251,26 @@ def blame(op, layer, stage: str, error: BaseException) -> KuiperError | None:
                        f"{detail}")
 
 
-def results(op, layer, values) -> list:
-    """What `layer.forward` returned for `op`, as a list with one value per output.
+def results(op, layer, values, stage: str = "forward") -> list:
+    """What `layer.forward` (or `layer.infer`, `stage="infer"`) returned for `op`, as a list
+    with one value (one TensorSpec) per output.
 
-    Every executor reads a forward's result as that list; a plugin's forward that returns
-    None, or a lone array, would otherwise fail as a bare TypeError in the executor, naming
-    nobody. It is a PluginError naming the plugin (an OperatorError for Kuiper's own layers).
+    The graph and the executors read a layer's result as that list; a plugin's forward or
+    infer that returns None, or a lone array, would otherwise fail as a bare TypeError there,
+    naming nobody. It is a PluginError naming the plugin (an OperatorError for Kuiper's own
+    layers).
     """
-    if isinstance(values, (list, tuple)) and len(values) >= len(op.outputs):
+    specs = stage == "infer"
+    if isinstance(values, (list, tuple)) and len(values) >= len(op.outputs) and (
+            not specs or all(isinstance(v, TensorSpec) for v in values)):
         return list(values)
     got = (f"a {type(values).__name__} of {len(values)} value(s)"
            if isinstance(values, (list, tuple)) else repr(values) if values is None
            else f"a {type(values).__name__}")
-    error = OperatorError(op.name, op.type, f"forward returned {got}, expected a list of "
-                                            f"{len(op.outputs)} output value(s)")
-    raise blame(op, layer, "forward", error) or error
+    what = "kuiper.TensorSpec(s)" if specs else "output value(s)"
+    error = OperatorError(op.name, op.type, f"{stage} returned {got}, expected a list of "
+                                            f"{len(op.outputs)} {what}")
+    raise blame(op, layer, stage, error) or error
 
 
 def call(op, layer, stage: str, method, *args, **kwargs):

@@ -364,7 +364,8 @@ class RuntimeGraph:
                 continue
             ins = [specs[o.name] for o in op.inputs]
             try:
-                outs = kuiper_plugins.call(op, op.layer, "infer", op.layer.infer, ins)
+                outs = kuiper_plugins.results(op, op.layer, kuiper_plugins.call(
+                    op, op.layer, "infer", op.layer.infer, ins), "infer")
             except ShapeError as e:
                 if resized:
                     raise ShapeError(op.name, op.type, f"{e.message} -- "

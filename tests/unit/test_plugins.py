@@ -460,3 +460,13 @@ def test_a_forward_returning_none_names_the_plugin(tmp_path, backend_name):
                        rf".*Double, from plugin {plugin}.*forward returned None, expected a list "
                        r"of 1 output value"):
         graph(X)
+
+
+def test_an_infer_returning_none_names_the_plugin(tmp_path):
+    # found by the fuzzer's plugin scenario (tests/fuzz/corpus/scenario-plugin-infer-returns-none)
+    source = DOUBLE + "\nDouble.infer = lambda self, inputs: None\n"
+    plugin = write_plugin(tmp_path / "plug", source, name="no_specs.py")
+    with pytest.raises(kuiper.PluginError, match=rf"operator 'op' \(mytest.Double\).*infer of "
+                       rf".*Double, from plugin {plugin}.*infer returned None, expected a list "
+                       r"of 1 kuiper.TensorSpec"):
+        kuiper.load(write_model(tmp_path), plugins=[plugin])
