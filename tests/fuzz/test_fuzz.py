@@ -114,14 +114,14 @@ def test_run_case_tells_ok_refused_netted_and_bare_apart(tmp_path, monkeypatch):
     def netted_load(*args, **kwargs):
         raise kuiper.KuiperError("refused by the net") from IndexError("deep inside")
 
-    monkeypatch.setattr("kuiper.load", netted_load)
+    monkeypatch.setattr("kuiper.graph.load.load", netted_load)
     outcome = run_case(str(path), "cpu")
     assert (outcome.kind, outcome.error, outcome.failed) == ("netted", "IndexError", False)
 
     def broken_load(*args, **kwargs):
         raise IndexError("list index out of range")
 
-    monkeypatch.setattr("kuiper.load", broken_load)
+    monkeypatch.setattr("kuiper.graph.load.load", broken_load)
     outcome = run_case(str(path), "cpu")
     assert (outcome.kind, outcome.error, outcome.failed) == ("bare", "IndexError", True)
 
