@@ -5,7 +5,9 @@
 //
 //   floor_divide   rounds toward -inf:  -7 // 2 == -4   (C: -7 / 2 == -3)
 //   remainder      takes the divisor's sign: -7 % 2 == 1   (C: -7 % 2 == -1)
-//   max / min      propagate NaN   (OpenCL's fmax/fmin return the other operand)
+//   max / min      propagate NaN   (OpenCL's fmax/fmin return the other operand), and give
+//                  the first operand on a tie, as PyTorch's scalar kernels do (signed zeros)
+//   sign           0.0 for -0.0 and NaN  (OpenCL's sign(-0.0) is -0.0)
 //   lshift/rshift  shifting by the width or more gives 0 (or -1)   (C: undefined)
 //   pow of ints    exact integer powers; 2 ** -1 == 0 as in PyTorch
 //   round          half to even: that is rint() (OpenCL's round() goes half away from zero)
@@ -95,13 +97,13 @@ EXPRESSION_INT_HELPERS(long, ulong)
             r += b;                                                                           \
         return r;                                                                             \
     }                                                                                         \
-    T maximum_##T(T a, T b)                                                                   \
+    T maximum_##T(T a, T b)                    /* a on a tie: max(0.0, -0.0) is 0.0 */        \
     {                                                                                         \
-        return (isnan(a) || a > b) ? a : b;                                                   \
+        return isnan(a) ? a : isnan(b) ? b : a < b ? b : a;                                   \
     }                                                                                         \
-    T minimum_##T(T a, T b)                                                                   \
+    T minimum_##T(T a, T b)                    /* a on a tie: min(-0.0, 0.0) is -0.0 */       \
     {                                                                                         \
-        return (isnan(a) || a < b) ? a : b;                                                   \
+        return isnan(a) ? a : isnan(b) ? b : b < a ? b : a;                                   \
     }                                                                                         \
     T logaddexp_##T(T a, T b)                                                                 \
     {                                                                                         \

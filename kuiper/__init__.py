@@ -35,6 +35,7 @@ _use_checkout_folders()
 # The imports below need the mapping, hence after it. This file is the front door: it names
 # what users and plugin authors use, and holds no code of its own (kuiper/DESIGN.md, floors).
 from kuiper.core.errors import (
+    ArgumentError,
     ConversionError,
     ExpressionError,
     GraphError,
@@ -69,5 +70,5 @@ __all__ = [
     "KuiperError", "ModelFormatError", "OperatorError", "UnsupportedOperatorError", "ShapeError",
     "GraphError", "ExpressionError", "OpenCLUnavailableError", "KernelBuildError", "InputError",
     "RegistrationError", "PluginError", "ResourceError", "Limits", "ConversionError",
-    "KuiperWarning",
+    "KuiperWarning", "ArgumentError",
 ]

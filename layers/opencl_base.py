@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kuiper.core.errors import KernelBuildError
+from kuiper.core.plugins import results as checked_results
 from kuiper.core.registry import cpu_base, is_kuipers
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
@@ -77,11 +78,40 @@ def view_of(index: int) -> OutputKind:
 
 @dataclass
 class Launch:
-    """One kernel launch prepared at bind time."""
+    """One kernel launch prepared at bind time. `step_arg`: inside `Steps`, the index of the
+    kernel argument that takes the step number."""
 
     kernel: Any
     global_size: tuple[int, ...]
     local_size: tuple[int, ...] | None = None
+    step_arg: int | None = None
+
+
+@dataclass
+class Steps:
+    """`launches` enqueued `count` times in a row, each launch's argument `step_arg` set to the
+    step (0, 1, ...) just before it is enqueued (OpenCL takes a kernel's arguments at enqueue
+    time, so one kernel object serves every step). A recurrence (LSTM, GRU: layers/opencl/
+    rnn.py) binds one kernel per kernel this way instead of one per time step: a
+    100,000-step sequence took 175 s and 1 GB to bind with a kernel object per step."""
+
+    launches: list[Launch]
+    count: int
+
+
+def _in_order(launches) -> Iterator[Launch]:
+    """The launches as they are enqueued: a Steps' launches once per step, each with its step
+    argument set just before it is handed out (and so just before it is enqueued)."""
+    for item in launches:
+        if not isinstance(item, Steps):
+            yield item
+            continue
+        for step in range(item.count):
+            number = np.int32(step)
+            for launch in item.launches:
+                if launch.step_arg is not None:
+                    launch.kernel.set_arg(launch.step_arg, number)
+                yield launch
 
 
 def round_up(n: int, multiple: int) -> int:
@@ -247,7 +277,7 @@ class OpenCLLayer(Layer):
         chain = self.runtime.out_of_order  # an in-order queue keeps the launches in order anyway
         events = list(wait_for)
         self.events = []  # every launch of this run: a profiling queue times them (kuiper bench)
-        for launch in self.launches:
+        for launch in _in_order(self.launches):
             event = enqueue(queue, launch.kernel, launch.global_size, launch.local_size,
                             wait_for=events or None)
             self.events.append(event)
@@ -279,7 +309,7 @@ class HostFallback:
             cl.wait_for_events(list(wait_for))
         host = [spec.value if arr is None else arr.get(queue)
                 for arr, spec in zip(self.inputs, self.in_specs)]
-        results = self.layer.forward(host)
+        results = checked_results(self.layer.op, self.layer, self.layer.forward(host))
         events = []
         for arr, value in zip(self.outputs, results):
             if arr is not None:

@@ -27,21 +27,9 @@ from kuiper.bench.timing import (
 )
 from kuiper.core.errors import OpenCLUnavailableError
 from kuiper.io.jsonout import emit
+from kuiper.io.progress import progress_bar
 
 log = logging.getLogger("kuiper.bench")
-
-
-def progress_bar():
-    """A rich progress bar on stderr when it is a terminal; a silent stand-in otherwise."""
-    try:
-        from rich.console import Console
-        from rich.progress import Progress
-    except ImportError:
-        return None
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        return None
-    return Progress(console=console, transient=True)
 
 
 def benchmark(path: str, backends: list[str], against: list[str], repeat: int, warmup: int,

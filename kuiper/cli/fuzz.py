@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -11,10 +12,21 @@ from pathlib import Path
 from kuiper.cli.options import comma_list
 from kuiper.fuzz.sandbox import CaseLimits
 
+# The scenarios of kuiper/fuzz/scenarios.py, named here without importing it (and NumPy) for
+# `kuiper fuzz --help`; tests/fuzz/test_fuzz.py checks that the two lists agree.
+SCENARIO_NAMES = ("changed_files", "caches", "plugins", "arguments", "edges")
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", type=int, default=2000, help="how many mutated models (default "
                    "2000; a long campaign is 100000)")
+    p.add_argument("--scenarios", type=int, default=None, metavar="N",
+                   help="also N scenario cases, around the model rather than in its files: "
+                   "files changed after a load, hostile cache files, failing plugins, wrong "
+                   "API arguments, edge values CPU against OpenCL (default: a tenth of --cases)")
+    p.add_argument("--scenario", type=comma_list(tuple(SCENARIO_NAMES), "scenario"),
+                   default=None, help=f"comma-separated, the scenarios to draw from (default "
+                   f"all: {', '.join(SCENARIO_NAMES)})")
     p.add_argument("--seed", type=int, default=0, help="case i of a seed is always the same file")
     p.add_argument("--backends", type=comma_list(("cpu", "opencl"), "backend"), default=["cpu"],
                    help="comma-separated: cpu, opencl (default cpu)")
@@ -47,8 +59,11 @@ def run(args: argparse.Namespace) -> int:
         backends = sorted({case.backend for case in cases})
         total = len(cases)
     else:
-        cases = campaign.generate(args.seed, args.cases, backends, args.opencl_share)
-        total = args.cases
+        count = args.cases // 10 if args.scenarios is None else args.scenarios
+        cases = itertools.chain(
+            campaign.generate(args.seed, args.cases, backends, args.opencl_share),
+            campaign.generate_scenarios(args.seed, count, backends, args.scenario))
+        total = args.cases + count
 
     def progress(report):
         done = sum(report.counts.values())

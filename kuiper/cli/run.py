@@ -28,6 +28,7 @@ import numpy as np
 
 from kuiper.cli.options import add_model_options, load_model
 from kuiper.core.errors import InputError, KuiperError
+from kuiper.io.files import require_writable
 
 log = logging.getLogger("kuiper.tools")
 
@@ -92,13 +93,7 @@ def check_output_path(path: str, task: str | None) -> None:
     if suffix in DRAW_SUFFIXES and task not in (None, "detect"):
         raise KuiperError(f"--output {path}: an image is written only with --task detect; use "
                           ".npy or .npz for --task {task}")
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise KuiperError(f"--output {path}: the folder {folder} does not exist; create it "
-                          "first, or save elsewhere")
-    if Path(path).is_dir():
-        raise KuiperError(f"--output {path}: is a folder; give a file name such as "
-                          f"{Path(path) / 'output.npy'}")
+    require_writable(path, "--output", "output.npy")
 
 
 def guess_task(outputs) -> tuple[str, str]:

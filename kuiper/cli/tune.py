@@ -12,8 +12,11 @@ the median decides. The winners go to the
 tuning cache (kuiper/opencl/device/tuning_cache.py: keyed by device name, driver version and shape).
 
 Each winner is written to the cache as soon as its problem is timed, so a tune that is stopped
-(Ctrl-C, a time limit) keeps what it measured; `--resume` then skips the problems the cache
-already holds for this device.
+(Ctrl-C, `--budget SECONDS`, a time limit) keeps what it measured: the problem being timed
+keeps the fastest of the candidates timed so far, marked partial. A tune goes on where the
+last one stopped: the problems the cache holds complete for this device are skipped (`--fresh`
+times everything again). On a terminal a progress bar counts the candidates; elsewhere (a log
+file, CI) one line per problem says how far it got.
 
 A transposed convolution is timed as its layer runs, GEMM and col2im (the same col2im for every
 candidate); its GFLOP/s count the GEMM's FLOPs.
@@ -26,12 +29,14 @@ is than what the cost model would have chosen (1.00x: the cost model was right).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 
 from kuiper.cli.options import add_plugin_option, check_model_path, load_plugins, shape_list
 from kuiper.core.errors import KuiperError
 from kuiper.core.table import format_table
 from kuiper.io.jsonout import add_json_option, emit
+from kuiper.io.progress import progress_bar
 
 log = logging.getLogger("kuiper.tools")
 
@@ -50,8 +55,14 @@ def add_parser(sub) -> None:
                    "of each layer's shape)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per candidate, after one "
                    "warm-up (default: %(default)s; the median counts)")
-    p.add_argument("--resume", action="store_true", help="skip the problems the tuning cache "
-                   "already holds for this device (go on with a tune that was stopped)")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true", help="skip the problems the tuning "
+                       "cache already holds for this device: go on where the last tune stopped "
+                       "(the default)")
+    again.add_argument("--fresh", action="store_true", help="time every problem again, even "
+                       "those the cache holds")
+    p.add_argument("--budget", type=float, metavar="SECONDS", help="start no new candidate "
+                   "after this many seconds; what was measured is kept (run again to go on)")
     add_plugin_option(p)
     add_json_option(p)
     p.set_defaults(func=run_command)
@@ -65,6 +76,9 @@ def run_command(args: argparse.Namespace) -> int:
     check_model_path(args.model)
     if args.runs < 1:
         raise KuiperError(f"--runs {args.runs}: give at least 1 timed run")
+    budget = getattr(args, "budget", None)
+    if budget is not None and not budget > 0:  # (also NaN)
+        raise KuiperError(f"--budget {budget}: give a number of seconds above 0")
     options = {"device": args.device} if args.device else {}
     graph = load(args.model, backend="opencl", input_shapes=args.input_shape,
                         params=load_plugins(args), **options)
@@ -73,11 +87,27 @@ def run_command(args: argparse.Namespace) -> int:
     def keep(problem) -> None:  # each winner at once: an interrupted tune keeps it
         best = problem.best
         if best is not None:
-            tuning_cache.store(device, {problem.key: {"algorithm": best.algorithm,
-                                                "params": best.params, "seconds": best.seconds}})
+            entry = {"algorithm": best.algorithm, "params": best.params,
+                     "seconds": best.seconds}
+            if problem.partial:
+                entry["partial"] = True
+            tuning_cache.store(device, {problem.key: entry})
 
-    skip = (lambda key: tuning_cache.lookup(device, key) is not None) if args.resume else None
-    problems = tune_graph(graph, runs=args.runs, on_tuned=keep, skip=skip)
+    def complete(key: str) -> bool:  # a partial winner is timed again, in full
+        entry = tuning_cache.lookup(device, key)
+        return entry is not None and not entry.get("partial")
+
+    bar = progress_bar()
+    with bar if bar is not None else contextlib.nullcontext():
+        task = bar.add_task("tuning", total=None) if bar is not None else None
+
+        def advance(done: int, total: int) -> None:
+            if bar is not None:
+                bar.update(task, completed=done, total=total)
+
+        problems = tune_graph(graph, runs=args.runs, on_tuned=keep,
+                              skip=None if getattr(args, "fresh", False) else complete,
+                              budget=budget, on_candidate=advance)
     path = tuning_cache.cache_path()
     log.info("%d winners written to the tuning cache %s",
              sum(p.best is not None for p in problems), path)
@@ -98,11 +128,14 @@ def result_rows(problems) -> list[tuple]:
         name = p.layers[0] + (f" (+{len(p.layers) - 1})" if len(p.layers) > 1 else "")
         best = p.best
         if best is None:
-            rows.append((name, p.kind, "all failed", "-", "-", "-", "-"))
+            timed = any(c.seconds is not None or c.error for c in p.candidates)
+            rows.append((name, p.kind, "all failed" if timed else "not timed (budget)", "-",
+                         "-", "-", "-"))
             continue
         chosen = p.time_of(p.model_choice)
         speedup = f"{chosen / best.seconds:.2f}x" if chosen else "-"
-        rows.append((name, p.kind, best.algorithm, params_text(best.params),
+        algorithm = best.algorithm + (" (partial)" if p.partial else "")
+        rows.append((name, p.kind, algorithm, params_text(best.params),
                      f"{best.seconds * 1e3:.3f}", f"{p.flops / best.seconds / 1e9:.1f}",
                      speedup))
     return rows
@@ -111,6 +144,7 @@ def result_rows(problems) -> list[tuple]:
 def problem_dict(p) -> dict:
     best = p.best
     return {"key": p.key, "kind": p.kind, "layers": p.layers, "flops": p.flops,
+            "partial": p.partial,
             "best": None if best is None else {"algorithm": best.algorithm,
                                                "params": best.params, "seconds": best.seconds},
             "cost_model": None if p.model_choice is None else

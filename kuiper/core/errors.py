@@ -15,7 +15,7 @@ __all__ = [
     "KuiperError", "ModelFormatError", "ExpressionError", "OperatorError",
     "UnsupportedOperatorError", "RegistrationError", "PluginError", "ShapeError", "GraphError",
     "OpenCLUnavailableError", "KernelBuildError", "InputError", "ResourceError",
-    "ConversionError", "MALFORMED",
+    "ConversionError", "ArgumentError", "MALFORMED",
 ]
 
 # What a layer raises when a damaged file or an input it does not handle gives it operands it
@@ -81,3 +81,13 @@ class ResourceError(KuiperError):
 class ConversionError(KuiperError):
     """An ONNX or TorchScript file could not be converted to PNNX (kuiper/graph/convert.py): pnnx is
     missing, failed (its log is named), or wrote a format Kuiper does not read."""
+
+
+class ArgumentError(KuiperError):
+    """An argument of Kuiper's API of the wrong type or value (`kuiper.load(plugins=123)`,
+    `graph(x, outputs=5)`): the message names the argument, what it got and what was expected
+    (kuiper/graph/arguments.py)."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(f"{argument}: {message}")
+        self.argument, self.message = argument, message

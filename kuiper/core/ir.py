@@ -121,14 +121,26 @@ class RuntimeOperator:
         return value
 
     def weight(self, key: str, shape: tuple[int, ...] | None = None,
-               optional: bool = False) -> np.ndarray | None:
-        """A weight from the .bin, optionally checked against the shape the layer expects."""
+               optional: bool = False, kinds: str | None = "f") -> np.ndarray | None:
+        """A weight from the .bin, optionally checked against the shape the layer expects.
+
+        `kinds`: the NumPy dtype kinds the layer computes with ("f": float16/32/64, the
+        default for every learned weight; None: any, for pnnx.Attribute's data). The .bin
+        only checks that the entry's size fits the declared dtype, so a weight re-declared
+        `i32` in the .param (same size as f32) would otherwise feed float bytes read as
+        integers into a convolution."""
         if key not in self.attributes:
             if optional:
                 return None
             raise self.error(f"weight '@{key}' is missing (have: "
                              f"{', '.join('@' + k for k in self.attributes) or 'none'})")
         array = self.attributes[key]
+        if kinds is not None and array.dtype.kind not in kinds:
+            wanted = {"f": "floating-point", "c": "complex", "i": "signed integer",
+                      "u": "unsigned integer", "b": "bool"}
+            expected = " or ".join(wanted.get(k, k) for k in kinds)
+            raise self.error(f"weight '@{key}' is declared {array.dtype.name} in the .param, "
+                             f"expected {expected} (a damaged or hand-edited file?)")
         if shape is not None and tuple(array.shape) != tuple(shape):
             raise self.error(f"weight '@{key}' has shape {tuple(array.shape)}, expected "
                              f"{tuple(shape)}")

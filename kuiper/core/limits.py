@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kuiper.core.errors import ResourceError
+from kuiper.core.errors import ArgumentError, ResourceError
 
 GIB = 1 << 30
 DEFAULT_MAX_TENSOR_BYTES = 4 * GIB
@@ -46,8 +46,11 @@ def _from_env(name: str, default: int) -> int:
         return default
     try:
         value = int(float(text))  # "1e9" is a fine way to write a byte count
-    except ValueError:
+    except ValueError:  # "abc", and "nan"
         raise ResourceError(f"{name}={text!r} is not a number of bytes") from None
+    except OverflowError:  # "inf", "1e999"
+        raise ResourceError(f"{name}={text!r} is not a finite number of bytes (for no limit, "
+                            "give a large one, e.g. 1e15)") from None
     if value <= 0:
         raise ResourceError(f"{name}={text!r} must be a positive number of bytes")
     return value
@@ -71,6 +74,15 @@ def tensor_bytes(shape, dtype_size: int) -> int:
 class Limits:
     max_tensor_bytes: int
     max_total_bytes: int
+
+    def __post_init__(self) -> None:
+        # Checked here, once: a None or a float would otherwise fail in the first comparison
+        # of a size, deep inside a build, as a bare TypeError.
+        for name in ("max_tensor_bytes", "max_total_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ArgumentError(f"Limits.{name}", f"got {value!r}, expected a positive "
+                                                      "whole number of bytes")
 
     @staticmethod
     def from_environment() -> Limits:

@@ -23,7 +23,6 @@ plugin (`blame`), so that nobody debugs Kuiper for a bug in someone else's layer
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -32,12 +31,13 @@ import sys
 import threading
 import traceback
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
 from kuiper.core import registry
 from kuiper.core.errors import KernelBuildError, KuiperError, OperatorError, PluginError, ShapeError
+from kuiper.core.tensor_spec import TensorSpec
 
 ENTRY_POINT_GROUP = "kuiper.layers"
 # The guide to writing a plugin, shipped with the package (errors point to it).
@@ -52,29 +52,6 @@ _lock = threading.RLock()  # graphs built in several threads load each plugin on
 _entry_points_loaded = False
 
 
-@contextlib.contextmanager
-def _registering_for(label: str) -> Iterator[None]:
-    """Layers registered inside this block come from the plugin `label`.
-
-    If the plugin fails to import, whatever it registered before failing is taken back: a
-    half-imported plugin must not leave layers behind (nor make the next try clash with them).
-    """
-    tables = {backend: dict(table) for backend, table in registry._REGISTRY.items()}
-    origins = dict(registry._ORIGINS)
-    registry._plugin.append(label)
-    try:
-        yield
-    except BaseException:
-        for backend, table in tables.items():
-            registry._REGISTRY[backend].clear()
-            registry._REGISTRY[backend].update(table)
-        registry._ORIGINS.clear()
-        registry._ORIGINS.update(origins)
-        raise
-    finally:
-        registry._plugin.pop()
-
-
 def load_plugin(spec: str | os.PathLike) -> ModuleType:
     """Import one plugin (a module name, or the path of a .py file or package folder), once.
 
@@ -82,23 +59,28 @@ def load_plugin(spec: str | os.PathLike) -> ModuleType:
     its folder), returns the module already loaded: its layers are registered once, however
     many graphs ask for it. Any failure is a PluginError naming the plugin.
     """
-    text = os.fspath(spec)
+    text = os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else spec
+    if not isinstance(text, str) or "\0" in text:
+        raise PluginError(f"plugin {spec!r:.80}: expected a module name or a path (a str "
+                          "without NUL bytes)")
     looks_like_path = text.endswith(".py") or os.sep in text or "/" in text
     with _lock:
         if looks_like_path:
             try:
                 path = Path(text).resolve()
-            except (OSError, RuntimeError) as e:  # a symlink loop (RuntimeError before 3.13)
-                raise PluginError(f"plugin '{text}': the path cannot be resolved ({e})") from None
-            source = path / "__init__.py" if path.is_dir() else path
+                source = path / "__init__.py" if path.is_dir() else path
+            # a symlink loop (RuntimeError before 3.13), a name too long (ENAMETOOLONG) ...
+            except (OSError, RuntimeError) as e:
+                raise PluginError(f"plugin '{text:.200}': the path cannot be resolved "
+                                  f"({e.strerror if isinstance(e, OSError) else e})") from None
             module = _loaded.get(str(source)) or _imported_from(source)
             if module is None:
-                with _registering_for(text):
+                with registry.registering_for(text):
                     module = _import_path(path, text)
         else:
             module = _loaded.get(text)
             if module is None:
-                with _registering_for(text):
+                with registry.registering_for(text):
                     module = _import_name(text)
         _claim(module, text)
         _loaded[text] = module
@@ -206,7 +188,7 @@ def load_entry_points() -> None:
             if entry.value in _loaded:
                 continue
             label = f"{entry.name} = {entry.value} (entry point)"
-            with _registering_for(label):
+            with registry.registering_for(label):
                 try:
                     module = entry.load()
                 except KuiperError:
@@ -224,7 +206,9 @@ def load_entry_points() -> None:
 def load_all(specs: Iterable[str | os.PathLike] = ()) -> None:
     """The installed plugins, then the ones asked for by name or path."""
     load_entry_points()
-    if isinstance(specs, (str, os.PathLike)):
+    if specs is None:
+        specs = ()
+    elif isinstance(specs, (str, os.PathLike)):
         specs = [specs]  # plugins="mymods_kuiper": one plugin, not a list of letters
     for spec in specs:
         load_plugin(spec)
@@ -265,6 +249,28 @@ def blame(op, layer, stage: str, error: BaseException) -> KuiperError | None:
               else f"{type(error).__name__}: {error}")
     return PluginError(f"operator '{op.name}' ({op.type}), line {op.line}: {where}, failed: "
                        f"{detail}")
+
+
+def results(op, layer, values, stage: str = "forward") -> list:
+    """What `layer.forward` (or `layer.infer`, `stage="infer"`) returned for `op`, as a list
+    with one value (one TensorSpec) per output.
+
+    The graph and the executors read a layer's result as that list; a plugin's forward or
+    infer that returns None, or a lone array, would otherwise fail as a bare TypeError there,
+    naming nobody. It is a PluginError naming the plugin (an OperatorError for Kuiper's own
+    layers).
+    """
+    specs = stage == "infer"
+    if isinstance(values, (list, tuple)) and len(values) >= len(op.outputs) and (
+            not specs or all(isinstance(v, TensorSpec) for v in values)):
+        return list(values)
+    got = (f"a {type(values).__name__} of {len(values)} value(s)"
+           if isinstance(values, (list, tuple)) else repr(values) if values is None
+           else f"a {type(values).__name__}")
+    what = "kuiper.TensorSpec(s)" if specs else "output value(s)"
+    error = OperatorError(op.name, op.type, f"{stage} returned {got}, expected a list of "
+                                            f"{len(op.outputs)} {what}")
+    raise blame(op, layer, stage, error) or error
 
 
 def call(op, layer, stage: str, method, *args, **kwargs):

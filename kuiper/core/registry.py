@@ -31,6 +31,9 @@ _layer_loader: Callable[[str], None] | None = None
 # `_plugin` while it imports one); Kuiper's own layers are simply "kuiper".
 _ORIGINS: dict[type, str] = {}
 _plugin: list[str] = []  # the plugin being imported now (a stack: a plugin may load another)
+# What each plugin on that stack registered so far: (backend, type, the class it replaced or
+# None), so that a plugin that fails takes back exactly its own registrations (registering_for)
+_journal: list[list[tuple[str, str, type | None]]] = []
 
 T = TypeVar("T", bound=type)
 
@@ -65,6 +68,8 @@ def register(*op_types: str, backend: str = "cpu", override: bool = False
                     f"'{op_type}' on {backend} is already the layer {describe(previous)}; "
                     f"{describe(cls)} may replace it only with register(..., override=True)")
         for op_type in types:
+            if _journal and not is_kuipers(cls):
+                _journal[-1].append((backend, op_type, _REGISTRY[backend].get(op_type)))
             _REGISTRY[backend][op_type] = cls
         # Own types only (an OpenCL twin subclasses its CPU layer and must not inherit its list).
         cls.op_types = tuple(dict.fromkeys(cls.__dict__.get("op_types", ()) + types))
@@ -72,6 +77,35 @@ def register(*op_types: str, backend: str = "cpu", override: bool = False
         return cls
 
     return decorate
+
+
+@contextlib.contextmanager
+def registering_for(label: str) -> Iterator[None]:
+    """Layers registered inside this block come from the plugin `label` (`origin` names it).
+
+    If the block fails (the plugin's import raises), what *it* registered is taken back, and
+    nothing else: a half-imported plugin must not leave layers behind (nor make the next try
+    clash with them), and Kuiper's own layers, which the plugin's first `register` may have
+    loaded inside the block, must stay. (Restoring a snapshot of the whole table from before
+    the block emptied it of Kuiper's layers: every later load failed with "no cpu layer".)
+    """
+    _plugin.append(label)
+    _journal.append([])
+    try:
+        yield
+    except BaseException:
+        for backend, op_type, previous in reversed(_journal[-1]):
+            cls = _REGISTRY[backend].get(op_type)
+            if previous is None:
+                _REGISTRY[backend].pop(op_type, None)
+            else:
+                _REGISTRY[backend][op_type] = previous
+            if cls is not None and cls not in registered_classes():
+                _ORIGINS.pop(cls, None)
+        raise
+    finally:
+        _journal.pop()
+        _plugin.pop()
 
 
 def registered_classes() -> set[type]:

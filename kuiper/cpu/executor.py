@@ -18,9 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from kuiper.core.dynamic_shapes import dynamic_readers, reinfer
-from kuiper.core.errors import MALFORMED, KuiperError
+from kuiper.core.errors import MALFORMED, ArgumentError
 from kuiper.core.ir import Observer, operator_failure
-from kuiper.core.plugins import reraise
+from kuiper.core.plugins import reraise, results
 from kuiper.cpu.arena import HostArena
 from kuiper.memory import DEFAULT_STRATEGY, check_strategy
 from kuiper.memory.plan_memory import graph_lifetimes
@@ -51,6 +51,10 @@ def keep_freed_memory() -> bool:
         return False
 
 
+# More BLAS threads than any machine has cores (the count goes to a C int: 10**40 failed there)
+MAX_THREADS = 1 << 16
+
+
 class CPUExecutor:
     """Runs a built RuntimeGraph (`graph`) with the NumPy layers, as its `plan` says.
 
@@ -68,9 +72,10 @@ class CPUExecutor:
         self.memory = check_strategy(memory)
         keep_freed_memory()
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                    or threads < 1):
-            raise KuiperError(f"threads={threads!r}: expected a whole number of threads, at "
-                              "least 1 (or None to leave NumPy's BLAS as it is)")
+                                    or not 1 <= threads <= MAX_THREADS):
+            raise ArgumentError("threads", f"got {threads!r}, expected a whole number of "
+                                           f"threads from 1 to {MAX_THREADS:,} (or None to "
+                                           "leave NumPy's BLAS as it is)")
         self.graph = graph
         self.fuse = fuse
         self.threads = threads
@@ -148,6 +153,7 @@ class CPUExecutor:
                     residual = values[step.residual] if step.residual is not None else None
                     outs = op.layer.forward(args, epilogue=step.epilogue, residual=residual,
                                             **into)
+                outs = results(op, op.layer, outs)  # one value per output
             except Exception as e:  # a plugin's layer: the error names the plugin
                 try:
                     reraise(op, op.layer, "forward", e)

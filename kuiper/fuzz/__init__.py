@@ -4,6 +4,9 @@ checked rather than hoped.
 - `seeds/`: real pnnx exports of small modules (`make_seeds.py` writes them).
 - `param_mutations.py`, `bin_mutations.py`, `expressions.py`: what a hostile or broken file
   looks like, one damaged field at a time.
+- `scenarios.py` (and `scenario_files.py`): what no model file reaches: files changed after a
+  load, hostile cache files, failing plugins, wrong API arguments, edge values on both
+  backends.
 - `sandbox.py`: each case in a forked child with a time and a memory limit.
 - `campaign.py`: many cases, a summary, failures saved as a replayable corpus.
 

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kuiper.fuzz import bin_mutations, param_mutations
-from kuiper.fuzz.sandbox import CaseLimits, Child, Outcome, prepare_parent
+from kuiper.fuzz import bin_mutations, param_mutations, scenarios
+from kuiper.fuzz.sandbox import FAILURES, CaseLimits, Child, Outcome, prepare_parent, run_case
 
 SEEDS = Path(__file__).resolve().parent / "seeds"
-PARAM, BIN = "model.pnnx.param", "model.pnnx.bin"
+PARAM, BIN, SCENARIO = "model.pnnx.param", "model.pnnx.bin", "SCENARIO"
 
 
 @dataclass
@@ -32,6 +32,8 @@ class Case:
     param: bytes
     weights: bytes | None
     backend: str
+    scenario: str = ""  # a scenario of scenarios.py run from this seed model ("": the file)
+    number: str = ""    # the scenario case's number, from which it is made again
 
     def write(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
@@ -39,7 +41,13 @@ class Case:
         if self.weights is not None:
             (folder / BIN).write_bytes(self.weights)
         (folder / "BACKEND").write_text(self.backend + "\n")
+        if self.scenario:
+            (folder / SCENARIO).write_text(f"{self.scenario} {self.number}\n")
         return folder / PARAM
+
+    def target(self):
+        """What the sandboxed child runs: the model file, or the scenario."""
+        return run_case if not self.scenario else scenarios.target(self.scenario, self.number)
 
 
 @dataclass
@@ -50,8 +58,7 @@ class Report:
 
     @property
     def failed(self) -> int:
-        return sum(n for kind, n in self.counts.items() if kind in ("bare", "memory", "crash",
-                                                                     "hang"))
+        return sum(n for kind, n in self.counts.items() if kind in FAILURES)
 
     def as_json(self) -> dict:
         return {"counts": dict(self.counts), "failed": self.failed, "seconds": self.seconds,
@@ -105,15 +112,31 @@ def generate(seed: int, n: int, backends: list[str], opencl_share: float = 0.25
                    backend)
 
 
+def generate_scenarios(seed: int, n: int, backends: list[str],
+                       names: list[str] | None = None) -> Iterator[Case]:
+    """Scenario case i of `seed` (scenarios.py): a scenario and a seed model, both drawn."""
+    seeds = seed_models()
+    names = [name for name in (names or list(scenarios.SCENARIOS))
+             if "opencl" in backends or name not in scenarios.NEEDS_OPENCL]
+    for i in range(n if names else 0):
+        rng = random.Random(f"scenario:{seed}:{i}")
+        name = rng.choice(names)
+        model, param, weights = rng.choice(seeds)
+        yield Case(f"{seed}-s{i}-{name}-{model}", param, weights, rng.choice(backends),
+                   scenario=name, number=f"{seed}:{i}")
+
+
 def corpus(folder: Path) -> Iterator[Case]:
     """The saved cases of `folder` (each a subfolder with model.pnnx.param), on their backend."""
     for case_dir in sorted(p for p in Path(folder).iterdir() if (p / PARAM).exists()):
         weights = case_dir / BIN
         backend_file = case_dir / "BACKEND"
         backends = backend_file.read_text().split() if backend_file.exists() else ["cpu"]
+        scenario = (case_dir / SCENARIO).read_text().split() if (case_dir / SCENARIO).exists() \
+            else ["", ""]
         for backend in backends:
             yield Case(case_dir.name, (case_dir / PARAM).read_bytes(),
-                       weights.read_bytes() if weights.exists() else None, backend)
+                       weights.read_bytes() if weights.exists() else None, backend, *scenario)
 
 
 def run(cases: Iterable[Case], limits: CaseLimits, backends: list[str], jobs: int = 2,
@@ -136,8 +159,8 @@ def run(cases: Iterable[Case], limits: CaseLimits, backends: list[str], jobs: in
                 if case is None:
                     break
                 folder = work / case.name / case.backend
-                running.append((Child(str(case.write(folder)), case.backend, limits), case,
-                                folder))
+                running.append((Child(str(case.write(folder)), case.backend, limits,
+                                      case.target()), case, folder))
             if not running:
                 break
             still = []

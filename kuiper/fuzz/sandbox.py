@@ -20,7 +20,8 @@ Outcomes:
 - "netted": a KuiperError made by the safety net around the layers from a bare exception (clear
   for the user, but a layer that could check its inputs more precisely); not a failure;
 - the failures: "bare" (any other exception), "memory" (MemoryError: an allocation past the
-  cap), "crash" (killed by a signal), "hang" (past the time limit).
+  cap), "crash" (killed by a signal), "hang" (past the time limit), "wrong" (a scenario of
+  kuiper/fuzz/scenarios.py found a silently different value).
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-FAILURES = ("bare", "memory", "crash", "hang")
+FAILURES = ("bare", "memory", "crash", "hang", "wrong")
 
 
 @dataclass
 class Outcome:
-    kind: str               # ok, refused, bare, memory, crash, hang
+    kind: str               # ok, refused, netted, bare, memory, crash, hang, wrong
     error: str = ""         # exception type (or signal name)
     message: str = ""       # first line of the message
     where: str = ""         # innermost Kuiper frame "file:line" of a bare exception
@@ -78,19 +79,32 @@ def _random_input(port, rng):
     return rng.integers(0, 5, shape).astype(port.dtype)
 
 
-def run_case(param_path: str, backend: str) -> Outcome:
-    """Load, summarise and run one model in *this* process; classify how it ended."""
+def random_inputs(graph, seed: int = 0) -> list:
+    """One input per port of `graph`, of its declared shape (unknown sizes: 1) and dtype."""
     import numpy as np
 
-    from kuiper.core.errors import KuiperError
+    rng = np.random.default_rng(seed)
+    return [_random_input(p, rng) for p in graph.inputs]
+
+
+def run_case(param_path: str, backend: str) -> Outcome:
+    """Load, summarise and run one model in *this* process; classify how it ended."""
     from kuiper.graph.load import load
 
-    try:
+    def case() -> None:
         graph = load(param_path, backend=backend)
         graph.summary()
-        rng = np.random.default_rng(0)
-        graph.forward(*[_random_input(p, rng) for p in graph.inputs])
-        return Outcome("ok")
+        graph.forward(*random_inputs(graph))
+
+    return classify(case)
+
+
+def classify(case: Callable[[], Outcome | None]) -> Outcome:
+    """Run `case` and say how it ended: what it returned (None: "ok"), or what it raised."""
+    from kuiper.core.errors import KuiperError
+
+    try:
+        return case() or Outcome("ok")
     except KuiperError as e:
         cause = e.__cause__
         if isinstance(cause, Exception) and not isinstance(cause, KuiperError):

@@ -13,6 +13,13 @@ version, so a second load of the same file reuses it, and an edited file or a ne
 again. The cache folder is kuiper/core/cache.py's (`$KUIPER_CACHE_DIR`, else
 `$XDG_CACHE_HOME/kuiper`, else `~/.cache/kuiper`). Delete it whenever you like.
 
+The cache is never trusted over the source. An entry is used only if it is a real folder
+marked COMPLETE whose files are regular files (`entry_ready`); anything else in its place (a
+file, a dangling link or a link loop, a mark without the model, a FIFO) is a broken entry,
+converted again once and replaced, then used. `kuiper.load` also converts once more when a
+cached model does not parse. The cached pnnx.log is read through `read_cache_file` (a regular
+file of bounded size) and ignored with a warning otherwise.
+
 pnnx prints a long log of its passes. It goes to `pnnx.log` in the cache entry and stays quiet,
 unless `KUIPER_PNNX_LOG=1` (or `kuiper convert --show-log`) asks to see it; a failed
 conversion names that file. Kuiper finds the program without importing the `pnnx` package,
@@ -31,13 +38,15 @@ import importlib.metadata
 import importlib.util
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kuiper.core.cache import cache_dir
+from kuiper.core.cache import cache_dir, read_cache_file
 from kuiper.core.errors import ConversionError
+from kuiper.core.log import warn
 from kuiper.parser.param import MAGIC
 
 # The one place that states which pnnx Kuiper is tested with (pip show pnnx).
@@ -105,6 +114,14 @@ def to_pnnx(source: str | os.PathLike, input_shapes: Sequence[Sequence[int]] | N
     the shape of each input to convert at (an ONNX file with static shapes needs none).
     `show_log` streams pnnx's own log to stderr (default: the KUIPER_PNNX_LOG variable).
     """
+    return converted(source, input_shapes, show_log)[0]
+
+
+def converted(source: str | os.PathLike, input_shapes: Sequence[Sequence[int]] | None = None,
+              show_log: bool | None = None, refresh: bool = False) -> tuple[Path, bool]:
+    """`to_pnnx`, and whether the result came from the cache (False: converted now).
+    `refresh` converts again even if the cache holds the result: `kuiper.load` asks for it
+    once when a cached model's files turn out damaged."""
     source = Path(source)
     if not source.is_file():
         raise ConversionError(f"{source}: no such file (a model to convert with pnnx)")
@@ -125,17 +142,74 @@ def to_pnnx(source: str | os.PathLike, input_shapes: Sequence[Sequence[int]] | N
     param = entry / f"{source.stem}.pnnx.param"
     if show_log is None:
         show_log = os.environ.get("KUIPER_PNNX_LOG", "") not in ("", "0")
-    if (entry / COMPLETE).is_file() and param.is_file():
+    if refresh:
+        remove_entry(entry)
+    if entry_ready(entry, source.stem):
         if show_log:  # converted earlier: its log is the one to show
-            sys.stderr.write((entry / LOG_NAME).read_text(errors="replace"))
-        return param
+            show_cached_log(entry / LOG_NAME)
+        return param, True
     version = pnnx_version()
     tested = ("" if version == TESTED_PNNX_VERSION
               else f" (Kuiper is tested with pnnx {TESTED_PNNX_VERSION})")
     print(f"kuiper: converting {source.name} with pnnx {version}{tested} ...", file=sys.stderr,
           flush=True)
     run_pnnx(program, source, shapes, entry, show_log)
-    return param
+    return param, False
+
+
+def _regular(path: Path) -> bool:
+    """Whether `path` is itself a regular file (not a link to one, a FIFO, a folder)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def entry_ready(entry: Path, stem: str) -> bool:
+    """Whether the cache entry `entry` holds a finished conversion Kuiper may use: a real
+    folder (not a link), marked COMPLETE, with its .pnnx.param and every other file it keeps
+    regular files. Anything else (a file or a dangling link in its place, a link loop, a mark
+    without the model) is a broken entry, converted again and replaced."""
+    try:
+        if not stat.S_ISDIR(os.lstat(entry).st_mode):
+            return False
+    except OSError:
+        return False
+    if not (_regular(entry / COMPLETE) and _regular(entry / f"{stem}.pnnx.param")):
+        return False
+    kept = [entry / f"{stem}{suffix}" for suffix in KEPT]
+    return all(_regular(path) for path in kept if os.path.lexists(path))
+
+
+def show_cached_log(log: Path) -> None:
+    """pnnx's log of an earlier conversion, to stderr; a missing or odd one (a FIFO, a huge
+    file) is ignored with a warning: a log is a convenience, never a reason to fail."""
+    try:
+        sys.stderr.write(read_cache_file(log, errors="replace"))
+    except OSError as e:
+        warn(f"pnnx's log of the cached conversion {log} cannot be shown "
+             f"({e.strerror or e}): it is ignored; delete the cache entry "
+             f"{log.parent} to convert again with a new log")
+
+
+def remove_entry(entry: Path) -> None:
+    """Remove whatever is at `entry`: a folder, a file, a link (dangling or looping)."""
+    try:
+        info = os.lstat(entry)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ConversionError(f"the cache entry {entry} cannot be read ({e.strerror or e}): "
+                              "delete it, or set KUIPER_CACHE_DIR to another folder") from None
+    try:
+        if stat.S_ISDIR(info.st_mode):
+            shutil.rmtree(entry)
+        else:
+            os.unlink(entry)
+    except OSError as e:
+        raise ConversionError(f"the broken cache entry {entry} cannot be replaced "
+                              f"({e.strerror or e}): delete it, or set KUIPER_CACHE_DIR to "
+                              "another folder") from None
 
 
 def cache_entry(source: Path, shapes: list[tuple[int, ...]] | None) -> Path:
@@ -197,12 +271,17 @@ def run_pnnx(program: Path, source: Path, shapes, entry: Path, show_log: bool) -
         if path.name != LOG_NAME and not path.name.endswith(KEPT):
             path.unlink()
     if problem is None:
-        if (entry / COMPLETE).is_file():  # another process converted the same file meanwhile
+        if entry_ready(entry, source.stem):  # another process converted it meanwhile
             shutil.rmtree(work, ignore_errors=True)
             return
         (work / COMPLETE).write_text(f"pnnx {pnnx_version()}\n")
-    shutil.rmtree(entry, ignore_errors=True)
-    os.replace(work, entry)
+    remove_entry(entry)  # a broken entry, or a failed conversion's: replaced by this one
+    try:
+        os.replace(work, entry)
+    except OSError as e:  # another process put something there between the two calls
+        shutil.rmtree(work, ignore_errors=True)
+        raise ConversionError(f"cannot store the conversion in the cache entry {entry} "
+                              f"({e.strerror or e}): load again, or delete it") from None
     if problem is not None:
         raise ConversionError(f"{problem} (pnnx's log: {entry / LOG_NAME})")
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import difflib
 import enum
-import inspect
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -38,6 +37,7 @@ from kuiper.core import plugins as kuiper_plugins
 from kuiper.core import registry
 from kuiper.core.errors import (
     MALFORMED,
+    ArgumentError,
     GraphError,
     InputError,
     KuiperError,
@@ -46,7 +46,7 @@ from kuiper.core.errors import (
 )
 from kuiper.core.ir import Observer, RuntimeOperand, RuntimeOperator, operator_failure
 from kuiper.core.tensor_spec import TensorSpec
-from kuiper.graph import named_io, pipeline, topo
+from kuiper.graph import arguments, named_io, pipeline, topo
 from kuiper.graph.backends import executor_class
 from kuiper.graph.summary import summarize
 from kuiper.graph.tuple_unpack import splice_tuple_unpacks
@@ -127,23 +127,26 @@ class RuntimeGraph:
                  params: Mapping[str, Mapping[str, Any]] | None = None,
                  limits: kuiper_limits.Limits | None = None,
                  passes: Sequence[str] | None = None, **backend_options: Any):
-        self.param_path = str(param_path)
-        self.bin_path = str(bin_path) if bin_path else bin_beside(self.param_path)
-        if backend not in registry.BACKENDS:
-            raise KuiperError(f"unknown backend '{backend}', expected one of "
-                              f"{', '.join(registry.BACKENDS)}")
+        self.param_path = arguments.path("param_path", param_path)
+        bin_path = arguments.optional_path("bin_path", bin_path)
+        self.bin_path = bin_path or bin_beside(self.param_path)
+        if not isinstance(backend, str) or backend not in registry.BACKENDS:
+            raise ArgumentError("backend", f"unknown backend {backend!r}, expected one of "
+                                           f"{', '.join(registry.BACKENDS)}")
         self.backend = backend
-        self.backend_options = _checked_options(backend, backend_options)
-        self.params = _checked_params(params)
-        self.limits = limits or kuiper_limits.Limits.from_environment()
-        self.passes = pipeline.checked_names(passes)  # unknown names: a KuiperError
+        self.backend_options = arguments.backend_options(backend, executor_class(backend),
+                                                         backend_options)
+        self.params = arguments.params(params)
+        self.limits = arguments.limits(limits) or kuiper_limits.Limits.from_environment()
+        # unknown names: a KuiperError listing the passes
+        self.passes = pipeline.checked_names(arguments.passes(passes))
         if self.backend_options.get("fuse") is False:  # the CPU option from before the passes
             self.passes = tuple(n for n in self.passes if n != "fuse_epilogues")
         self.plan: Plan | None = None  # what the passes decided, made by build()
         self._plans: dict[tuple[str, ...], Plan] = {}  # other pass sets, lazily
         self._lock = threading.RLock()  # forward/build from several threads: one at a time
         self._built_shapes: list[tuple[int, ...]] | None = None  # input shapes of the last build
-        kuiper_plugins.load_all(plugins)
+        kuiper_plugins.load_all(arguments.plugins(plugins))
         self.state = GraphState.NEED_INIT
         self.operators: list[RuntimeOperator] = []
         self.operands: dict[str, RuntimeOperand] = {}
@@ -152,7 +155,6 @@ class RuntimeGraph:
         self.input_ops: list[RuntimeOperator] = []
         self.output_operands: list[RuntimeOperand] = []
         self.executor: Any = None  # the backend's executor, made by build()
-        self._archive: WeightArchive | None = None  # kept open: the weight arrays map into it
 
     # --- init -----------------------------------------------------------------------------------
     def init(self) -> RuntimeGraph:
@@ -160,7 +162,24 @@ class RuntimeGraph:
         self._check_params_match(model)
         needs_weights = any(d.attributes for d in model.operators)
         archive = WeightArchive(self.bin_path) if needs_weights else None
-        self._archive = archive
+        try:
+            self._link(model, archive)
+        finally:  # the weights own their memory: the file is not needed once they are read
+            if archive is not None:
+                archive.close()
+        self._check_graph_ops()
+        self.input_ops = [op for op in self.operators if op.type == INPUT]
+        outputs = [op for op in self.operators if op.type == OUTPUT]
+        if not self.input_ops or not outputs:
+            raise GraphError(f"{self.param_path}: a model needs at least one pnnx.Input and one "
+                             f"pnnx.Output (found {len(self.input_ops)} and {len(outputs)})")
+        self.output_operands = [o for op in outputs for i in op.inputs for o in self._flatten(i)]
+        self.state = GraphState.NEED_BUILD
+        return self
+
+    def _link(self, model, archive: WeightArchive | None) -> None:
+        """One RuntimeOperator per operator line, with its weights read (and verified) from
+        `archive`, linked to its operands; dangling operands refused, tuples unpacked."""
         for d in model.operators:
             params = {**self.params.get(d.type, {}), **d.params}  # the file's own values win
             op = RuntimeOperator(d.name, d.type, params, line=d.line, source=d,
@@ -193,15 +212,6 @@ class RuntimeGraph:
                                  f" consumed by '{user.name}' is produced by no operator "
                                  "(dangling operand)")
         splice_tuple_unpacks(self.operators, self.operands, self.param_path)  # no tuple operands
-        self._check_graph_ops()
-        self.input_ops = [op for op in self.operators if op.type == INPUT]
-        outputs = [op for op in self.operators if op.type == OUTPUT]
-        if not self.input_ops or not outputs:
-            raise GraphError(f"{self.param_path}: a model needs at least one pnnx.Input and one "
-                             f"pnnx.Output (found {len(self.input_ops)} and {len(outputs)})")
-        self.output_operands = [o for op in outputs for i in op.inputs for o in self._flatten(i)]
-        self.state = GraphState.NEED_BUILD
-        return self
 
     def _check_params_match(self, model) -> None:
         """params= for a type the model lacks is a typo, whose parameter would silently not
@@ -272,7 +282,7 @@ class RuntimeGraph:
             # Until this build succeeds, no input size counts as built: a failed rebuild may
             # have left layers half-way to a new size, and the next forward must build again.
             self._built_shapes = None
-            specs = self._input_specs(input_shapes)
+            specs = self._input_specs(arguments.input_shapes(input_shapes))
             with kuiper_limits.using(self.limits):
                 self._infer(specs)
             self._plans = {}
@@ -359,7 +369,8 @@ class RuntimeGraph:
                 continue
             ins = [specs[o.name] for o in op.inputs]
             try:
-                outs = kuiper_plugins.call(op, op.layer, "infer", op.layer.infer, ins)
+                outs = kuiper_plugins.results(op, op.layer, kuiper_plugins.call(
+                    op, op.layer, "infer", op.layer.infer, ins), "infer")
             except ShapeError as e:
                 if resized:
                     raise ShapeError(op.name, op.type, f"{e.message} -- "
@@ -429,13 +440,13 @@ class RuntimeGraph:
         device_outputs=...)` chose) returns pyopencl arrays instead, without waiting for the
         device: a pipeline of models passes them on with no host copy. See
         kuiper/graph/named_io.py."""
+        asked = arguments.outputs(outputs)  # the names, as given
+        observer = arguments.observer(observer)
+        return_dict = arguments.flag("return_dict", return_dict)
         with self._lock:  # one call at a time per graph (see the class docstring)
             if self.state != GraphState.COMPLETE:
                 raise self._not_ready("forward()")
             arrays = self._check_inputs(named_io.ordered_inputs(self, inputs))
-            if isinstance(outputs, str):
-                outputs = [outputs]
-            asked = None if outputs is None else list(outputs)  # the names, as given
             names = None if asked is None else named_io.output_operands(self, asked)
             shapes = [a.shape for a in arrays]
             if shapes != self._built_shapes:
@@ -450,14 +461,43 @@ class RuntimeGraph:
             if names is not None:  # executors of plugins may not take outputs=
                 extra["outputs"] = names
             values = self.executor.run(arrays, observer, **extra)
+            operands = names if names is not None else [o.name for o in self.output_operands]
+            values = [self._as_declared(n, v) for n, v in zip(operands, values)]
             if not return_dict:
                 return values
             keys = asked if asked is not None else [o.name for o in self.output_operands]
             return dict(zip(keys, values))
 
+    def _as_declared(self, name: str, value: Any) -> Any:
+        """`value` of operand `name` as the NumPy array its spec declares (the dtype and, but
+        for a data-dependent size, the shape that `graph.outputs` promises). An executor may
+        hold a Python value: a folded constant, or a list expression (`expr=[2.0,@0]`), which
+        the CPU backend returned as a list although the port said float32 of shape (2,)."""
+        spec = self.specs.get(name)
+        if spec is None or spec.dtype == object:  # `expr=None`: no tensor to make
+            return value
+        if is_device_array(value):   # device_outputs=True: the executor made it as declared
+            return value
+        if isinstance(value, np.ndarray) and value.dtype == spec.dtype and (
+                spec.dynamic or value.shape == spec.shape):
+            return value
+        try:
+            array = np.asarray(value, dtype=spec.dtype)
+        except (ValueError, TypeError, OverflowError):
+            array = None
+        if array is None or (not spec.dynamic and array.shape != spec.shape):
+            message = (f"output '{name}' is declared {spec.dtype.name} of shape {spec.shape}, "
+                       f"but the value computed is {_described(value)}")
+            producer = self.operands[name].producer
+            if producer is None:
+                raise GraphError(f"{self.param_path}: {message}")
+            raise producer.error(message)
+        return array
+
     def __call__(self, *inputs: Any, outputs: str | Sequence[str] | None = None,
                  return_dict: bool = False, device_outputs: bool | None = None) -> Any:
         """`y = g(x)` for one output, a tuple for several (or a dict with return_dict)."""
+        return_dict = arguments.flag("return_dict", return_dict)
         result = self.forward(*inputs, outputs=outputs, return_dict=return_dict,
                               device_outputs=device_outputs)
         if return_dict:
@@ -474,19 +514,18 @@ class RuntimeGraph:
 
     # --- resources ------------------------------------------------------------------------------
     def close(self) -> None:
-        """Release what the model holds: the .pnnx.bin mapping (the weights), and the
-        executor's buffers (on OpenCL, the device memory). Afterwards the graph cannot run
-        (a GraphError); its ports stay readable. Closing twice does nothing.
+        """Release what the model holds: its weights (read from the .pnnx.bin at init, which
+        was closed then), and the executor's buffers (on OpenCL, the device memory).
+        Afterwards the graph cannot run (a GraphError); its ports stay readable. Closing twice
+        does nothing.
         `with kuiper.load(...) as g:` closes on leaving the block."""
         with self._lock:  # not while another thread runs the graph
             if self.state == GraphState.CLOSED:
                 return
             if self.executor is not None and hasattr(self.executor, "close"):
                 self.executor.close()
-            for op in self.operators:  # layers and attributes view the mapped weights
+            for op in self.operators:  # layers and attributes hold the weights
                 op.layer, op.attributes = None, {}
-            if self._archive is not None:
-                self._archive.close()
             self.state = GraphState.CLOSED
 
     def __enter__(self) -> RuntimeGraph:
@@ -506,17 +545,7 @@ class RuntimeGraph:
                     arrays.append(self._check_device_input(port, x))
                     continue
                 x = x.get()   # the cpu backend computes on the host: one download
-            a = np.asarray(x)
-            declared = port.shape
-            if len(a.shape) != len(declared):
-                raise InputError(f"input '{port.name}' should be {len(declared)}-D like "
-                                 f"{port}, got shape {a.shape}")
-            if a.dtype != port.dtype:
-                if not np.can_cast(a.dtype, port.dtype, casting="same_kind"):
-                    raise InputError(f"input '{port.name}' should be {port.dtype.name}, got "
-                                     f"{a.dtype.name}")
-                a = a.astype(port.dtype)
-            arrays.append(np.ascontiguousarray(a).reshape(a.shape))  # keeps 0-dim inputs 0-dim
+            arrays.append(arguments.input_array(port, x, self.limits))
         return arrays
 
     def _check_device_input(self, port: Port, x: Any) -> Any:
@@ -581,31 +610,15 @@ class RuntimeGraph:
                 f"{len(self.operators)} operators, state={self.state.name})")
 
 
-def _checked_options(backend: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The backend options, refused by name if the backend's executor does not take them.
-
-    The options are the executor's keyword arguments (CPUExecutor: fuse; OpenCLExecutor:
-    device, out_of_order, profiling, runtime), so its signature is the one list of them.
-    """
-    executor = executor_class(backend)
-    accepted = [name for name in inspect.signature(executor).parameters if name != "graph"]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise KuiperError(f"unknown option(s) for the {backend} backend: {', '.join(unknown)} "
-                          f"(it takes: {', '.join(accepted) or 'none'})")
-    return options
-
-
-def _checked_params(params) -> dict[str, dict[str, Any]]:
-    """`params` as {type: {key: value}}, or a KuiperError saying what shape it must have."""
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping) or not all(
-            isinstance(t, str) and isinstance(p, Mapping) and all(isinstance(k, str) for k in p)
-            for t, p in params.items()):
-        raise KuiperError("params must map a PNNX type to its parameters, e.g. "
-                          "{'mymods.Swish2': {'beta': 2}}")
-    return {t: dict(p) for t, p in params.items()}
+def _described(value: Any) -> str:
+    """`a list of 2 items (float, a 1 tensor)`: a value for a message."""
+    if isinstance(value, np.ndarray):
+        return f"a {'x'.join(map(str, value.shape)) or '0-dim'} tensor of {value.dtype}"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(_described(v) if isinstance(v, np.ndarray) else type(v).__name__
+                          for v in value[:4])
+        return f"a list of {len(value)} items ({items}{', ...' if len(value) > 4 else ''})"
+    return f"{type(value).__name__} {str(value)[:40]!r}"
 
 
 def bin_beside(param_path: str) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kuiper.core.errors import KuiperError
+from kuiper.io.files import require_writable
 
 
 @dataclass
@@ -115,12 +116,7 @@ def chrome_trace(processes: list[tuple[str, list[Span]]]) -> dict:
 
 def check_writable(path: str | os.PathLike, option: str = "--trace") -> None:
     """Fail before the model runs if `path` cannot be written."""
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise KuiperError(f"{option} {path}: the folder {folder} does not exist")
-    if Path(path).is_dir():
-        raise KuiperError(f"{option} {path}: is a folder; give a file name such as "
-                          f"{Path(path) / 'trace.json'}")
+    require_writable(path, option, "trace.json")
 
 
 def write_trace(path: str | os.PathLike, processes: list[tuple[str, list[Span]]]) -> int:

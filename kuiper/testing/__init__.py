@@ -23,6 +23,21 @@ import numpy as np
 # RTOL * max(1, max |expected|). Float32 has ~7 significant digits; GEMMs of a few thousand terms
 # summed in a different order than PyTorch's lose 2-3 of them.
 RTOL = 1e-4
+# At the edges of floating point (edge_mismatch) each value is compared with its own expected
+# value: PoCL's builtins are within 4 ulp (OpenCL's spec allows up to 16 for some), PyTorch's
+# within 1-2; 4e-6 is about 33 ulp of float32.
+EDGE_RTOL = 4e-6
+# The edges of floating point, for differential tests and the fuzzer (kuiper/fuzz/scenarios.py):
+# NaN, infinities, signed zeros, float32's largest, smallest normal and smallest subnormal
+# values, halves for round(), and where exp and sinh overflow (88.7, 89, -104).
+_MAX, _TINY = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+EDGE_FLOATS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, _MAX, -_MAX, _TINY, -_TINY, 1e-45,
+                        -1e-45, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 3.0, -7.0, 1e30, -1e30, 88.7,
+                        89.0, -104.0], np.float32)
+EDGE_INTS = np.array([0, 1, -1, 2, -7, 63, 64, 2**62, -(2**63), 2**63 - 1], np.int64)
+# The same kind of values as literals, as pnnx writes them (nan.0 is its NaN).
+EDGE_LITERALS = ["nan.0", "nan", "inf", "-inf", "0.0", "-0.0", "3.402823e+38",
+                 "-3.402823e+38", "1e-45", "2.0", "-1.0"]
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
            np.dtype(np.float16): "f16", np.dtype(np.int64): "i64", np.dtype(np.int32): "i32",
@@ -69,6 +84,58 @@ def assert_close(actual: Any, expected: Any, rtol: float = RTOL, what: str = "ou
                          f"expected {e64.flat[i]:.7g}" for i in worst)
         raise AssertionError(f"{what}: max abs difference {diff:.3g} > tolerance {tol:.3g}\n"
                              + rows)
+
+
+def edge_mismatch(actual: Any, expected: Any, rtol: float = EDGE_RTOL) -> str | None:
+    """Where `actual` differs from `expected` at the edges of floating point, or None.
+
+    Stricter than `assert_close`, whose tolerance scales with the largest value (3.4e38 would
+    hide everything): NaN where and only where expected, infinities of the same sign, zeros of
+    the same sign, and every finite value within `rtol` of its own expected value. A subnormal
+    on one side may be a zero of either sign on the other: a device that flushes subnormals
+    to zero (PoCL, PyTorch's vectorized kernels) is not wrong about signs.
+    """
+    a, e = np.asarray(actual), np.asarray(expected)
+    if a.shape != e.shape or a.dtype != e.dtype:
+        return f"shape {a.shape} {a.dtype}, expected {e.shape} {e.dtype}"
+    if a.dtype.kind == "c":  # each part on its own
+        return edge_mismatch(np.stack([a.real, a.imag], -1), np.stack([e.real, e.imag], -1),
+                             rtol)
+    if a.dtype.kind != "f":
+        bad = a != e
+    else:
+        a64, e64 = a.astype(np.float64), e.astype(np.float64)
+        nan_a, nan_e = np.isnan(a64), np.isnan(e64)
+        with np.errstate(all="ignore"):
+            diff = np.abs(a64 - e64)
+            value_ok = ((a64 == e64) | (np.isfinite(e64) & (diff <= rtol * np.abs(e64)))
+                        | (diff < np.finfo(a.dtype).tiny))  # (a subnormal against a zero)
+            zeros = (a64 == 0) & (e64 == 0)
+            sign_ok = ~zeros | (np.signbit(a64) == np.signbit(e64))
+        bad = (nan_a != nan_e) | (~nan_a & ~nan_e & ~(value_ok & sign_ok))
+    if not bad.any():
+        return None
+    at = [tuple(int(i) for i in index) for index in np.argwhere(bad)[:4]]
+    return "; ".join(f"at {i}: got {a[i]!r}, expected {e[i]!r}" for i in at) + (
+        f" ({int(bad.sum())} elements differ)" if bad.sum() > len(at) else "")
+
+
+def write_expression_model(folder: str | os.PathLike, inputs: Sequence[np.ndarray],
+                           exprs: Sequence[str]) -> str:
+    """Write `<folder>/model.pnnx.param` with one pnnx.Expression per item of `exprs`, each
+    reading every input and giving its own graph output, in that order. One model for many
+    expressions: one load (on OpenCL, one kernel each) instead of one per expression."""
+    ins = [f"x{i}" for i in range(len(inputs))]
+    lines = [f"pnnx.Input in{i} 0 1 {name} #{name}={_shape_token(np.shape(x), np.asarray(x).dtype)}"
+             for i, (name, x) in enumerate(zip(ins, inputs))]
+    outs = [f"y{k}" for k in range(len(exprs))]
+    lines += [f"pnnx.Expression e{k} {len(ins)} 1 {' '.join(ins)} {out} expr={expr}"
+              for k, (out, expr) in enumerate(zip(outs, exprs))]
+    lines.append(f"pnnx.Output out {len(outs)} 0 {' '.join(outs)}")
+    path = os.path.join(folder, "model.pnnx.param")
+    with open(path, "w") as f:
+        f.write(f"7767517\n{len(lines)} {len(ins) + len(outs)}\n" + "\n".join(lines) + "\n")
+    return path
 
 
 def _format_value(value: Any) -> str:

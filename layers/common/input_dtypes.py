@@ -29,3 +29,12 @@ def expect_dtype(layer, spec, accepted: Iterable[np.dtype], index: int = 0) -> N
             else "cast it first")
     raise layer.op.error(f"input {index} ('{name}') is {spec.dtype.name}, but {layer.type} "
                          f"takes {', '.join(d.name for d in accepted)}: {hint}")
+
+
+def expect_floats(layer, specs) -> None:
+    """Refuse any input of `layer` that is not floating-point: a layer whose weights may come
+    as inputs (F.conv2d, F.linear, F.layer_norm ...) computes in float, and a `pnnx.Attribute`
+    re-declared `i32` (the same size as `f32`, so the .bin accepts it) would otherwise feed it
+    float bytes read as integers, outputs near 1e10 and no error. PyTorch refuses these too."""
+    for index, spec in enumerate(specs):
+        expect_dtype(layer, spec, FLOATS, index)

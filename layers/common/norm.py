@@ -16,7 +16,12 @@ Two shapes of computation cover all of them:
   GroupNorm:    groups=G, inner=prod(S)    -> p = channel     (C/G channels per row)
   InstanceNorm: groups=C, inner=prod(S)    -> p = channel     (one channel per row)
 
-The variance is the biased one (divide by `length`), as PyTorch uses for normalising.
+The variance is the biased one (divide by `length`), as PyTorch uses for normalising. Both
+backends compute it in float32 in two passes, so they agree with each other, and with
+PyTorch's LayerNorm, even where a row's sum overflows (NaN). PyTorch's GroupNorm and
+InstanceNorm use Welford's running update instead and give 0.0 for a row at float32's maximum,
+where Kuiper gives NaN: a sum that overflows float32 has no answer independent of how it is
+summed (a convolution's gives inf, -inf or NaN by the order of its terms).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import numpy as np
 from kuiper.core.ir import RuntimeOperator
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
+from kuiper.layers.common.input_dtypes import expect_floats
 
 
 def tensor_inputs(op: RuntimeOperator, order: Sequence[str]) -> dict[str, int]:
@@ -134,6 +140,7 @@ class RowNorm(Layer):
 
     def infer(self, inputs):
         self.expect_inputs(inputs, *range(1, len(self.slots) + 1))
+        expect_floats(self, inputs)  # the input, and an F.*_norm's weight and bias
         lay = self.layout(inputs[0].shape)
         for name, own in zip(("weight", "bias"), (self.gamma, self.beta)):
             spec = inputs[self.slots[name]] if name in self.slots else own
@@ -146,9 +153,15 @@ class RowNorm(Layer):
     def forward(self, inputs):
         x = inputs[0]
         lay = self.layout(x.shape)
-        rows = x.reshape(lay.rows, lay.length).astype(np.float64)
-        centred = rows - rows.mean(axis=1, keepdims=True)
-        y = centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + self.eps)
+        # float32, two passes (the mean, then the squared deviations from it), as the OpenCL
+        # kernel (clkernels/norm_rows.h) and PyTorch's LayerNorm do: in float64 the CPU gave
+        # finite values where both give NaN (a row at float32's maximum overflows its sum)
+        dtype = np.result_type(x.dtype, np.float32)  # (float16 in float32, float64 as is)
+        rows = x.reshape(lay.rows, lay.length).astype(dtype, copy=False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            centred = rows - rows.mean(axis=1, keepdims=True)
+            y = centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True)
+                                  + dtype.type(self.eps))
         gamma, beta = self.affine_params(inputs)
         y = y.reshape(-1, lay.groups * lay.length)  # one sample per row
         if gamma is not None:

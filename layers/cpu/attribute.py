@@ -15,7 +15,7 @@ class Attribute(Layer):
     def from_operator(cls, op):
         layer = cls(op)
         # pnnx stores 0-dim constants with shape (1); the output operand's '#' shape says ().
-        data = op.weight("data")
+        data = op.weight("data", kinds=None)  # any dtype: folded index tensors are ints
         declared = op.outputs[0].shape if op.outputs else None
         if declared is not None and None not in declared and np.prod(declared) == data.size:
             data = data.reshape(declared)

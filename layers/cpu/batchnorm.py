@@ -20,6 +20,7 @@ import numpy as np
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
+from kuiper.layers.common.input_dtypes import expect_floats
 from kuiper.layers.common.norm import channel_affine, fold_stats, tensor_inputs
 
 RANKS = {"nn.BatchNorm1d": (2, 3), "nn.BatchNorm2d": (4,), "nn.BatchNorm3d": (5,)}
@@ -56,6 +57,7 @@ class BatchNorm(Layer):
         return layer
 
     def infer(self, inputs):
+        expect_floats(self, inputs)  # the input, and an F.batch_norm's statistics and affine
         shape = inputs[0].shape
         ranks = RANKS.get(self.type)
         if (ranks and len(shape) not in ranks) or len(shape) < 2:

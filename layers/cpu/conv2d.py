@@ -29,6 +29,7 @@ from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer, finish_output
 from kuiper.layers.common import conv_geometry
+from kuiper.layers.common.input_dtypes import expect_floats
 from kuiper.layers.cpu_helpers import im2col, tap_gemm
 
 PADDING_MODES = tuple(conv_geometry.PAD_MODES)
@@ -191,6 +192,7 @@ class ConvNd(Layer):
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1, 2, 3)
+        expect_floats(self, inputs)  # the input, and an F.convNd's weight and bias
         geo = self.geometry(inputs[0].shape, self.weight_of(inputs))
         if len(inputs) == 3 and tuple(inputs[2].shape) != (geo.cout,):
             raise self.shape_error(f"bias should have shape ({geo.cout},), got "

@@ -16,6 +16,7 @@ import numpy as np
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer, finish_output
+from kuiper.layers.common.input_dtypes import expect_floats
 
 
 @register("nn.Linear", "F.linear", backend="cpu")
@@ -50,6 +51,7 @@ class Linear(Layer):
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1, 2, 3)
+        expect_floats(self, inputs)  # the input, and an F.linear's weight and bias
         x = inputs[0].shape
         w = self.weight_of(inputs)
         if len(w) != 2:

@@ -12,6 +12,7 @@ import numpy as np
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
+from kuiper.layers.common.input_dtypes import expect_floats
 from kuiper.layers.common.norm import channel_layout, tensor_inputs
 
 
@@ -35,6 +36,7 @@ class PReLU(Layer):
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1 if self.weight is not None else 2)
+        expect_floats(self, inputs)  # the input, and an F.prelu's slopes
         shape = inputs[0].shape
         slopes = self.weight if self.weight is not None else inputs[1]
         count = int(np.prod(slopes.shape, dtype=np.int64))

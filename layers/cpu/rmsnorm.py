@@ -40,8 +40,12 @@ class RMSNorm(LayerNorm):
     def forward(self, inputs):
         x = inputs[0]
         lay = self.layout(x.shape)
-        rows = x.reshape(lay.rows, lay.length).astype(np.float64)
-        y = rows / np.sqrt((rows * rows).mean(axis=1, keepdims=True) + self.eps)
+        # float32, as the OpenCL kernel and PyTorch: a square past float32's maximum gives
+        # inf there, and x / inf a zero, where float64 gave +-1 (layers/common/norm.py)
+        dtype = np.result_type(x.dtype, np.float32)  # (float16 in float32, float64 as is)
+        rows = x.reshape(lay.rows, lay.length).astype(dtype, copy=False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = rows / np.sqrt((rows * rows).mean(axis=1, keepdims=True) + dtype.type(self.eps))
         gamma, _ = self.affine_params(inputs)
         if gamma is not None:
             y = y * np.ravel(gamma)

@@ -56,7 +56,7 @@ _SAME_NAME = ("acos acosh asin asinh atan atanh ceil cos cosh erf exp expm1 floo
 FLOAT_C = {
     **{name: f"{name}({{a}})" for name in _SAME_NAME.split()},
     "abs": "fabs({a})", "neg": "(-{a})", "reciprocal": "(1 / {a})", "round": "rint({a})",
-    "sign": "sign({a})", "square": "({a} * {a})",
+    "sign": "(({T})(({a} > 0) - ({a} < 0)))", "square": "({a} * {a})",
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
     "floor_divide": "floor_divide_{T}({a}, {b})", "remainder": "remainder_{T}({a}, {b})",
     "fmod": "fmod({a}, {b})", "pow": "pow({a}, {b})", "atan2": "atan2({a}, {b})",
@@ -80,6 +80,10 @@ INT_C = {
 BOOL_C = {"add": "({a} | {b})", "mul": "({a} & {b})", "max": "({a} | {b})",
           "maximum": "({a} | {b})", "min": "({a} & {b})", "minimum": "({a} & {b})",
           "and": "({a} & {b})", "or": "({a} | {b})", "xor": "({a} ^ {b})", "sign": "{a}"}
+
+
+# What c_literal spells a float NaN or infinity as (the generator makes those opaque).
+NON_FINITE = ("NAN", "INFINITY", "(-INFINITY)")
 
 
 class CodegenError(ValueError):
@@ -195,8 +199,23 @@ class _Generator:
             return Value(code, dtype, item.category)
         if isinstance(item, PYTHON_NUMBERS):
             target = dtype if dtype is not None else type_of(item).dtype
-            return Value(c_literal(item, target), target, ZERO_DIM)
+            code = c_literal(item, target)
+            if code in NON_FINITE:
+                code = self.opaque(code, target)
+            return Value(code, target, ZERO_DIM)
         raise CodegenError(f"{item!r} cannot be computed by a kernel")
+
+    def opaque(self, code: str, dtype: np.dtype) -> str:
+        """A NaN or infinity literal as a `volatile` variable the compiler cannot see through.
+
+        Given `exp(x * NAN)`, LLVM folds `x * NAN` to NaN and then inlines the device
+        library's exp on a constant NaN, whose range reduction converts it to an integer:
+        poison in LLVM, so PoCL computed finite garbage that changed from run to run, where
+        a NaN read from a buffer propagates correctly. Loaded from a volatile variable, the
+        value is only known at run time, exactly like a NaN in an input."""
+        name = f"k{len(self.lines)}"
+        self.lines.append(f"    volatile {ctype(dtype)} {name} = {code};\n")
+        return name
 
     def read(self, ref: _InputRef) -> Value:
         """Read input k at this work-item's broadcast offset (once; later uses reuse x<k>)."""

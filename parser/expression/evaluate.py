@@ -229,6 +229,31 @@ def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """PyTorch's remainder: fmod, moved by b when the signs differ. NumPy's follows Python,
+    whose result takes the divisor's sign even at zero: 5.0 % -5.0 is -0.0 in NumPy, 0.0 in
+    PyTorch, and a following division then gives -inf instead of inf."""
+    if a.dtype.kind not in "fc":
+        return np.remainder(a, b)
+    r = np.fmod(a, b)
+    return np.where((r != 0) & ((b < 0) != (r < 0)), r + b, r)
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NaN if either is, else the larger, and `a` on a tie (PyTorch: max(0.0, -0.0) is 0.0,
+    max(-0.0, 0.0) is -0.0; NumPy returns either)."""
+    if a.dtype.kind != "f":
+        return np.maximum(a, b)
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, np.where(a < b, b, a)))
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NaN if either is, else the smaller, and `a` on a tie (as `_maximum`)."""
+    if a.dtype.kind != "f":
+        return np.minimum(a, b)
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, np.where(b < a, b, a)))
+
+
 def _identity(x: np.ndarray) -> np.ndarray:
     return x  # a cast: the conversion to the result dtype does the work
 
@@ -249,8 +274,8 @@ NUMPY: dict[str, Callable[..., Any]] = {
     "torch.bool": _identity,
     # binary (floor_divide and remainder follow Python's signs, fmod C's, as in PyTorch)
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
-    "max": np.maximum, "min": np.minimum, "maximum": np.maximum, "minimum": np.minimum,
+    "floor_divide": np.floor_divide, "remainder": _remainder, "fmod": np.fmod,
+    "max": _maximum, "min": _minimum, "maximum": _maximum, "minimum": _minimum,
     "pow": _pow, "atan2": np.arctan2, "logaddexp": np.logaddexp,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "lshift": np.left_shift, "rshift": np.right_shift,  # shifts past the width give 0 / -1

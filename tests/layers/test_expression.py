@@ -227,9 +227,11 @@ def test_pnnx_export_end_to_end(backend, rng, export_model):
 def test_size_arithmetic_gives_python_scalars(backend, expr, expected):
     x = np.zeros((2, 13, 5, 5), np.float32)
     out = run(expr, [x], backend)
-    if backend == "cpu":  # a Python number, as PyTorch's size arithmetic was
-        assert type(out) is type(expected)
-    assert np.asarray(out).item() == pytest.approx(expected, rel=1e-6)
+    # A Python number inside the graph, as PyTorch's size arithmetic was; as a graph output,
+    # an array of the port's dtype on both backends (issue 31: the CPU returned the number)
+    assert isinstance(out, np.ndarray) and out.shape == ()
+    assert out.dtype == (np.int64 if isinstance(expected, int) else np.float32)
+    assert out.item() == pytest.approx(expected, rel=1e-6)
 
 
 @pytest.mark.parametrize("expr, expected", [
@@ -240,9 +242,26 @@ def test_size_arithmetic_gives_python_scalars(backend, expr, expected):
 ])
 def test_list_outputs(backend, expr, expected):
     out = run(expr, [np.zeros((2, 6, 4), np.float32)], backend)
-    if backend == "cpu":
-        assert out == expected and all(type(v) is int for v in out)
-    assert np.asarray(out).tolist() == expected
+    assert isinstance(out, np.ndarray) and out.dtype == np.int64  # the port's, as declared
+    assert out.tolist() == expected
+
+
+def test_a_list_expression_as_a_graph_output_is_an_array_of_its_port(backend, tmp_path):
+    """`expr=[2.0,@0]` as a graph output came back on the CPU as a Python list while the port
+    declared float32 of shape (2,) (issue 31); with a tensor item that is not a number it is
+    no tensor at all: an error on both backends."""
+    model = tmp_path / "m.pnnx.param"
+    for shape, x in (("()", np.float32(3)), ("(1)", np.ones(1, np.float32))):
+        model.write_text(f"7767517\n3 2\npnnx.Input in 0 1 0 #0={shape}f32\npnnx.Expression e 1 "
+                         f"1 0 1 expr=[2.0,@0] #0={shape}f32 #1=(2)f32\npnnx.Output out 1 0 1\n")
+        if shape == "()":
+            graph = kuiper.load(model, backend=backend)
+            y = graph(x)
+            assert isinstance(y, np.ndarray) and y.dtype == graph.outputs[0].dtype == np.float32
+            assert y.tolist() == [2.0, 3.0]
+            continue
+        with pytest.raises(kuiper.OperatorError, match="operator 'e'.*list"):
+            kuiper.load(model, backend=backend)(x)
 
 
 def test_list_with_run_time_items(backend):

@@ -5,6 +5,7 @@ projection, bias, unbatched input) with weights taken from a torch module; real 
 cover which outputs pnnx keeps when only some are used.
 """
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,8 @@ import torch
 
 import kuiper
 from kuiper import OperatorError
-from kuiper.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator, write_operator_model
+from tests.conftest import opencl_available
 
 T = torch.from_numpy
 STEPS, BATCH, INPUT, HIDDEN = 4, 3, 5, 7
@@ -119,6 +121,34 @@ def test_single_step_and_long_sequence(backend, rng):
         outputs, expected = run_both(module, backend, x, [])
         for actual, ref in zip(outputs, expected):
             assert_close(actual, ref)
+
+
+@pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+@pytest.mark.parametrize("cell, proj", [("lstm", 0), ("lstm", 3), ("gru", 0)])
+def test_opencl_binds_the_same_kernels_for_any_sequence_length(rng, cell, proj):
+    """One kernel object per kernel, whatever the length: the step number is set per launch
+    (a kernel object per time step took 175 s and 1 GB to bind 100,000 steps)."""
+    from kuiper.layers.opencl_base import Steps
+
+    module = make(cell, **({"proj_size": proj} if proj else {}))
+    params, weights = params_and_weights(module)
+    kernels = {}
+    for steps in (10, 10_000):
+        x = rng.standard_normal((steps, 1, INPUT)).astype(np.float32)
+        with tempfile.TemporaryDirectory() as folder:
+            path = write_operator_model(folder, f"nn.{type(module).__name__}", [x],
+                                        params=params, weights=weights,
+                                        n_outputs=3 if cell == "lstm" else 2)
+            graph = kuiper.load(path, backend="opencl")
+        layer = next(op.layer for op in graph.order if op.name == "op0")
+        loops = [item for item in layer.launches if isinstance(item, Steps)]
+        assert [loop.count for loop in loops] == [steps]
+        kernels[steps] = len(layer.launches) + sum(len(loop.launches) - 1 for loop in loops)
+        if steps == 10_000:  # and the long sequence still computes what PyTorch does
+            with torch.no_grad():
+                expected = module(T(x))[0].numpy()
+            assert_close(graph(x)[0], expected)
+    assert kernels[10] == kernels[10_000] == (3 if proj else 2)
 
 
 # --- which outputs pnnx keeps -----------------------------------------------------------------

@@ -154,10 +154,13 @@ def test_a_constant_into_an_activation(backend, op_line):
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 @pytest.mark.parametrize("expr,want", [("add(1,2)", 3), ("mul(2.5,3)", 7.5)])
 def test_constant_expression_is_a_python_number_on_both_backends(backend, expr, want):
-    """What pnnx's generated module returns for `v = (1 + 2)`: a Python number."""
+    """What pnnx's generated module computes for `v = (1 + 2)`: a Python number, whose type
+    decides the dtype; as a graph output, an array of that dtype (issue 31: the CPU returned
+    the number itself, though the port declared an array)."""
     x = np.ones((2, 3), np.float32)
     (y,) = run_operator("pnnx.Expression", [x], {"expr": expr}, backend=backend)
-    assert y == want and type(y) is type(want)
+    assert isinstance(y, np.ndarray) and y.shape == () and y == want
+    assert y.dtype == (np.int64 if isinstance(want, int) else np.float32)
 
 
 def test_more_elements_than_int32_indices_are_refused_by_name():

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper.testing import assert_close, run_operator
+from tests.conftest import opencl_available
 from tests.layers.test_activation import CASES as ACTIVATIONS
 
 # Every special value, and ordinary ones around the kinks, in an awkward shape (3 x 7).
@@ -137,3 +138,60 @@ def test_special_values_pnnx_export(backend, export_model):
     graph = kuiper.load(export_model("special_values", module, (x,)), backend=backend)
     for got, want in zip(graph.forward(x.numpy()), module(x)):
         assert_close(got, want.numpy())
+
+
+# --- inputs at float32's maximum (issue 31) ---------------------------------------------------
+# A transformer block fed float32's maximum: PyTorch and OpenCL gave NaN (a LayerNorm row's sum
+# overflows), the CPU finite values (0.03125), because its norms computed in float64. Both
+# backends now compute the statistics in float32 in two passes (layers/common/norm.py).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(8)
+        self.up, self.down = torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+@pytest.mark.slow
+def test_a_transformer_block_at_float32s_maximum(backend, export_model):
+    torch.manual_seed(0)
+    module = Block().eval()
+    path = export_model("block_at_max", module, (torch.rand(1, 5, 8),))
+    x = np.full((1, 5, 8), FLOAT32_MAX, np.float32)
+    with torch.no_grad():
+        expected = module(torch.from_numpy(x)).numpy()
+    assert np.isnan(expected).all()
+    assert_close(kuiper.load(path, backend=backend)(x), expected)  # NaN equal to NaN
+
+
+@pytest.mark.parametrize("op_type, params, fn", [
+    ("nn.LayerNorm", {"normalized_shape": (6,), "eps": 1e-5, "elementwise_affine": False},
+     lambda x: F.layer_norm(x, (6,))),
+    ("nn.RMSNorm", {"normalized_shape": (6,), "eps": 1e-5, "elementwise_affine": False},
+     lambda x: F.rms_norm(x, (6,), eps=1e-5)),
+])
+def test_norms_at_float32s_maximum_agree_with_pytorch(backend, op_type, params, fn):
+    x = np.full((2, 4, 3, 6), FLOAT32_MAX, np.float32)
+    x[0, 0, 0] = [-FLOAT32_MAX, 1.0, np.nan, np.inf, 0.0, -0.0]
+    (y,) = run_operator(op_type, [x], params, backend=backend)
+    with np.errstate(all="ignore"):
+        expected = fn(torch.from_numpy(x)).numpy()
+    assert_close(y, expected)
+
+
+def test_group_and_instance_norm_agree_across_backends_at_float32s_maximum():
+    """PyTorch's GroupNorm and InstanceNorm use Welford's update and give 0.0 for a row whose
+    sum overflows, its LayerNorm NaN: no one answer. Kuiper's two backends give the same one."""
+    x = np.full((2, 4, 3, 6), FLOAT32_MAX, np.float32)
+    x[1] = np.linspace(-3, 3, 72, dtype=np.float32).reshape(4, 3, 6)
+    params = {"num_groups": 2, "num_channels": 4, "eps": 1e-5, "affine": False}
+    backends = ["cpu"] + (["opencl"] if opencl_available() else [])
+    (cpu, *others) = [run_operator("nn.GroupNorm", [x], params, backend=b)[0] for b in backends]
+    assert np.isnan(cpu[0]).all() and np.isfinite(cpu[1]).all()
+    for other in others:
+        assert_close(other, cpu)

@@ -9,16 +9,19 @@ or algorithm the selector offers needs what the device cannot build.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
+from kuiper.core.log import KuiperWarning
 from kuiper.layers.opencl_conv import implicit_gemm as conv_implicit_gemm
 from kuiper.layers.opencl_conv import selector as conv_select
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS
 from kuiper.layers.opencl_gemm import parameter_sets as gemm_params
 from kuiper.opencl.device import vector_width
 from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.opencl.device.tuning_cache import device_key
 from tests.conftest import opencl_available
 from tests.opencl.conv_harness import make_problem, wide
 
@@ -84,6 +87,27 @@ def test_a_failing_child_process_means_no_wide_vectors(fresh, monkeypatch):
     monkeypatch.setattr(vector_width, "PROBE_SCRIPT", "import sys; sys.exit(134)")
     assert vector_width._probe(FakeDevice("Portable Computing Language"), "key") is False
     assert vector_width._load() == {"key": False}
+
+
+@pytest.mark.parametrize("damage", ["fifo", "dev_zero", "deep", "digits", "not_bool", "list"])
+def test_a_hostile_cache_file_is_ignored_with_a_warning(fresh, tmp_path, monkeypatch, damage):
+    """A FIFO (a hang), /dev/zero (an endless read), nesting too deep, a 5,000-digit number or
+    answers of the wrong type: ignored with a warning, the device asked again (issue 31)."""
+    path = tmp_path / vector_width.FILE_NAME
+    device = FakeDevice("Portable Computing Language")
+    key = device_key(device)
+    if damage == "fifo":
+        os.mkfifo(path)
+    elif damage == "dev_zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text({"deep": "[" * 100_000, "digits": '{"k": ' + "9" * 5000 + "}",
+                         "not_bool": json.dumps({key: "yes"}), "list": "[true]"}[damage])
+    asked = []
+    monkeypatch.setattr(vector_width, "_probe", lambda device, key: asked.append(key) or True)
+    with pytest.warns(KuiperWarning, match="vector-width cache .* cannot be used .* ignored"):
+        assert vector_width.wide_vectors(device)
+    assert len(asked) == 1
 
 
 def test_nothing_offered_needs_vectors_the_device_cannot_build():

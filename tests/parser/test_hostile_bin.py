@@ -119,7 +119,8 @@ def test_crafted_end_record_giving_a_negative_offset(tmp_path):
     end = raw.rfind(b"PK\x05\x06")
     cd_offset = struct.unpack_from("<I", raw, end + 16)[0]
     struct.pack_into("<I", raw, end + 16, cd_offset + 1000)
-    read_error(tmp_path, raw, "a.data", "entry 'a.data'", "offset -", "outside the")
+    read_error(tmp_path, raw, "a.data", "not exactly one zip archive",
+               f"at offset {cd_offset + 1000}, 1000 bytes past where it can start")
 
 
 def test_local_header_says_compressed(tmp_path):
@@ -162,3 +163,53 @@ def test_damaged_weights_fail_the_whole_load(tmp_path):
     with pytest.raises(ModelFormatError, match="CRC-32") as info:
         kuiper.load(tmp_path / "m.pnnx.param")
     assert "m.pnnx.bin" in str(info.value) and "entry 'w.data'" in str(info.value)
+
+
+# --- exactly one archive (issue 31) ----------------------------------------------------------
+# zipfile reads an archive with bytes before it (it shifts every offset) or after it (by design,
+# for self-extracting files); with a second complete archive appended, the second one's weights
+# loaded silently.
+
+def test_a_second_archive_appended_is_refused(tmp_path):
+    raw = two_entries() + archive_bytes([("a.data", B.tobytes()), ("b.data", A.tobytes())])
+    read_error(tmp_path, raw, "a.data", "not exactly one zip archive",
+               f"{len(two_entries())} bytes come before it", "two archives joined")
+
+
+@pytest.mark.parametrize("junk", [b"x", b"PK\x03\x04" + b"\0" * 40, b"\0" * 4096])
+def test_bytes_before_the_archive_are_refused(tmp_path, junk):
+    read_error(tmp_path, junk + two_entries(), "a.data", "not exactly one zip archive",
+               f"{len(junk)} bytes come before it")
+
+
+@pytest.mark.parametrize("junk", [b"x", b"\0" * 4096, b"PK\x05\x06"])
+def test_bytes_after_the_archive_are_refused(tmp_path, junk):
+    # (a stray end-record signature at the very end already makes zipfile give up)
+    expected = ("not a zip archive",) if junk.startswith(b"PK") else (
+        "not exactly one zip archive", "bytes follow its end record")
+    read_error(tmp_path, two_entries() + junk, "a.data", *expected)
+
+
+def test_an_archive_comment_is_part_of_the_archive(tmp_path):
+    # a comment is the end record's own field: the archive still ends the file
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("a.data", A.tobytes())
+        z.comment = b"written by hand"
+    path = tmp_path / "w.pnnx.bin"
+    path.write_bytes(buffer.getvalue())
+    with WeightArchive(path) as archive:
+        np.testing.assert_array_equal(archive.read("a.data", (6,), "f32"), A)
+
+
+def test_zip64_archive_with_bytes_before_is_refused(tmp_path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        with z.open(zipfile.ZipInfo("a.data"), "w", force_zip64=True) as f:
+            f.write(A.tobytes())
+    raw = bytearray(buffer.getvalue())
+    path = tmp_path / "w.pnnx.bin"
+    path.write_bytes(bytes(raw))
+    with WeightArchive(path) as archive:  # the archive alone reads
+        np.testing.assert_array_equal(archive.read("a.data", (6,), "f32"), A)
+    read_error(tmp_path, b"\0" * 16 + raw, "a.data", "not exactly one zip archive")

@@ -171,6 +171,15 @@ def test_bad_mean_and_output_options(tmp_path, capsys):
                       "only for --task detect")
 
 
+@pytest.mark.parametrize("option, suffix", [("--output", ".npy"), ("--trace", ".json")])
+def test_a_file_name_too_long_is_a_clear_error(tmp_path, capsys, option, suffix):
+    # a 300-character name: ENAMETOOLONG from the first stat, a traceback before issue 31
+    name = str(tmp_path / ("y" * 300 + suffix))
+    assert_user_error(run_main(capsys, "run", DIGITS, option, name), option,
+                      f"a file name of {300 + len(suffix)} bytes", "at most 255",
+                      "give a shorter name")
+
+
 def test_quiet_hides_warnings_and_verbose_is_accepted(tmp_path, capsys):
     np.save(tmp_path / "u8.npy", np.zeros((1, 1, 8, 8), np.uint8))
     loud = run_main(capsys, "run", DIGITS, "--input", str(tmp_path / "u8.npy"))

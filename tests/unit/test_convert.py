@@ -112,6 +112,80 @@ def test_the_pnnx_log_is_shown_when_asked(tmp_path, fake_pnnx, capfd, monkeypatc
     assert "pass_level0" in capfd.readouterr().err
 
 
+# --- a cache that heals (issue 31) --------------------------------------------------------
+# Each of these gave a bare NotADirectoryError or FileNotFoundError on every load, or an entry
+# that every load converted again and then failed on.
+def _file(entry: Path) -> None:
+    entry.write_text("not a folder")
+
+
+def _dangling_link(entry: Path) -> None:
+    entry.symlink_to(entry.parent / "nowhere")
+
+
+def _link_loop(entry: Path) -> None:
+    entry.symlink_to(entry)
+
+
+def _complete_without_model(entry: Path) -> None:
+    entry.mkdir()
+    (entry / convert.COMPLETE).write_text("pnnx 1\n")
+
+
+def _model_is_a_fifo(entry: Path) -> None:
+    _complete_without_model(entry)
+    os.mkfifo(entry / "m.pnnx.param")
+
+
+def _model_is_damaged(entry: Path) -> None:
+    _complete_without_model(entry)
+    (entry / "m.pnnx.param").write_text("7767517\n3 2\npnnx.Input in0 0 1 0\n")  # cut short
+
+
+@pytest.mark.parametrize("damage", [_file, _dangling_link, _link_loop, _complete_without_model,
+                                    _model_is_a_fifo, _model_is_damaged])
+def test_a_broken_cache_entry_is_converted_again_once_then_used(tmp_path, fake_pnnx, damage):
+    onnx = model_file(tmp_path)
+    entry = Path(kuiper.load(onnx).param_path).parent
+    assert fake_pnnx() == 1
+    convert.remove_entry(entry)
+    damage(entry)
+    x = np.linspace(-1, 1, 48, dtype=np.float32).reshape(1, 3, 4, 4)
+    np.testing.assert_array_equal(kuiper.load(onnx)(x), np.maximum(x, 0))
+    assert fake_pnnx() == 2  # converted again, once
+    assert convert.entry_ready(entry, "m")
+    kuiper.load(onnx)
+    assert fake_pnnx() == 2  # then used
+
+
+def _missing(log: Path) -> None:
+    log.unlink()
+
+
+def _fifo(log: Path) -> None:
+    log.unlink()
+    os.mkfifo(log)
+
+
+def _endless(log: Path) -> None:
+    log.unlink()
+    log.symlink_to("/dev/zero")
+
+
+@pytest.mark.parametrize("damage", [_missing, _fifo, _endless])
+def test_an_unreadable_cached_log_is_ignored_with_a_warning(tmp_path, fake_pnnx, monkeypatch,
+                                                            damage):
+    onnx = model_file(tmp_path)
+    entry = Path(kuiper.load(onnx).param_path).parent
+    damage(entry / convert.LOG_NAME)
+    monkeypatch.setenv("KUIPER_PNNX_LOG", "1")
+    with pytest.warns(kuiper.KuiperWarning, match=r"pnnx's log of the cached conversion .*"
+                                                  r"pnnx\.log cannot be shown .*it is ignored"):
+        graph = kuiper.load(onnx)  # no hang on the FIFO, no endless read of /dev/zero
+    assert graph.inputs[0].shape == (1, 3, 4, 4)
+    assert fake_pnnx() == 1  # the model itself was fine: still the cached one
+
+
 def test_without_pnnx_the_error_gives_the_commands(tmp_path, monkeypatch):
     monkeypatch.setattr(convert, "pnnx_executable", lambda: None)
     onnx = model_file(tmp_path)
@@ -154,7 +228,7 @@ def test_a_pnnx_that_cannot_start_and_bad_shapes_are_kuiper_errors(tmp_path, fak
     monkeypatch.setattr(convert, "pnnx_executable", lambda: not_a_program)
     with pytest.raises(kuiper.ConversionError, match="cannot run pnnx .*pip install pnnx=="):
         kuiper.load(model_file(tmp_path), input_shapes=[(1, 3, 4, 4)])
-    with pytest.raises(kuiper.ConversionError, match=r"input_shapes must be .*'1x3x4x4'"):
+    with pytest.raises(kuiper.ArgumentError, match=r"input_shapes\[0\]: got '1x3x4x4'"):
         kuiper.load(model_file(tmp_path), input_shapes=["1x3x4x4"])
 
 

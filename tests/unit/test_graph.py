@@ -298,8 +298,8 @@ def test_summary_shows_which_operators_may_run_concurrently(tmp_path):
 def test_unknown_backend_options_are_refused_by_name(relu_model, backend_name, option):
     # The options are the executor's keyword arguments: checked before anything is built,
     # so even an OpenCL typo is reported on a machine without OpenCL.
-    with pytest.raises(kuiper.KuiperError, match=rf"unknown option\(s\) for the "
-                       rf"{backend_name} backend: {option} \(it takes: "):
+    with pytest.raises(kuiper.ArgumentError, match=rf"{option}: unknown option\(s\) for the "
+                       rf"{backend_name} backend \(it takes: "):
         kuiper.load(relu_model, backend=backend_name, **{option: 1})
 
 

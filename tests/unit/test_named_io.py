@@ -9,6 +9,7 @@ flatten (a view on OpenCL) -> linear -> relu -> linear.
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -142,7 +143,8 @@ def test_an_unknown_output_lists_the_valid_names(graph, x, name, message):
 
 
 def test_output_names_must_be_strings(graph, x):
-    with pytest.raises(InputError, match="outputs= takes names"):
+    with pytest.raises(kuiper.ArgumentError, match=r"outputs\[0\]: got 9 \(int\), expected an "
+                                                   r"output or operand name"):
         graph(x, outputs=[9])
 
 
@@ -209,13 +211,14 @@ def test_threads_limits_blas_during_the_run_only(x):
     assert blas_thread_counts() == before
 
 
-@pytest.mark.parametrize("threads", [0, -2, 1.5, "2", True])
+@pytest.mark.parametrize("threads", [0, -2, 1.5, "2", True, 10**40])
 def test_threads_must_be_a_positive_whole_number(threads):
-    with pytest.raises(KuiperError, match=rf"threads={threads!r}: expected a whole number"):
+    with pytest.raises(kuiper.ArgumentError, match=rf"threads: got {re.escape(repr(threads))}"
+                                                   ".*expected (int or None|a whole number)"):
         kuiper.load(DIGITS, threads=threads)
 
 
 def test_threads_is_a_cpu_option():
     pytest.importorskip("pyopencl")
-    with pytest.raises(KuiperError, match=r"unknown option\(s\) for the opencl backend: threads"):
+    with pytest.raises(KuiperError, match=r"threads: unknown option\(s\) for the opencl backend"):
         kuiper.load(DIGITS, backend="opencl", threads=2)

@@ -261,7 +261,7 @@ def test_params_for_a_type_the_model_lacks_are_a_typo(tmp_path):
 
 @pytest.mark.parametrize("params", [{"mytest.Double": 3}, ["factor"], {1: {}}])
 def test_params_of_the_wrong_shape_are_refused(tmp_path, params):
-    with pytest.raises(kuiper.KuiperError, match="params must map a PNNX type"):
+    with pytest.raises(kuiper.ArgumentError, match="params: got .* expected a PNNX type mapped"):
         kuiper.load(write_model(tmp_path), params=params)
 
 
@@ -389,3 +389,84 @@ def test_kuiper_ops_and_run_take_plugins(tmp_path):
     missing = cli("info", str(model))
     assert missing.returncode == 1 and missing.stderr.startswith("kuiper: error: ")
     assert "Traceback" not in missing.stderr and "--plugin" in missing.stderr
+
+
+# --- issue 31: a failing plugin takes back only its own layers; a forward returning None ------
+CLASHING = """
+import kuiper
+
+@kuiper.register("mytest.Fine")
+class Fine(kuiper.ElementwiseLayer):
+    def forward(self, inputs):
+        return [inputs[0]]
+
+@kuiper.register("nn.ReLU")  # Kuiper's own type, without override=True: a RegistrationError
+class MyReLU(kuiper.ElementwiseLayer):
+    def forward(self, inputs):
+        return [inputs[0]]
+"""
+
+
+def test_a_failing_plugin_takes_back_only_what_it_registered(tmp_path):
+    """In a fresh process the plugin is the first to touch the registry: its first register()
+    loads Kuiper's own layers, inside the plugin's import. Rolling the whole table back to
+    before the import emptied it of them, and every later load in the process, plugins or
+    none, failed with "N operators have no cpu layer"."""
+    plugin = write_plugin(tmp_path / "plug", CLASHING, name="clashing.py")
+    relu = write_model(tmp_path, "nn.ReLU")
+    code = textwrap.dedent(f"""
+        import numpy as np, kuiper
+        from kuiper.core import registry
+        try:
+            kuiper.load({str(relu)!r}, plugins=[{str(plugin)!r}])
+        except kuiper.RegistrationError as e:  # naming the plugin and the layer it clashes with
+            print("refused:", "already the layer" in str(e) and {str(plugin)!r} in str(e))
+        print("own layers kept:", registry.find("nn.ReLU", "cpu").__module__)
+        print("plugin's taken back:", registry.find("mytest.Fine", "cpu"))
+        print(kuiper.load({str(relu)!r})(np.array([[-1, 2, -3], [4, -5, 6]], np.float32)).sum())
+        """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "KUIPER_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["refused: True",
+                                          "own layers kept: kuiper.layers.cpu.relu",
+                                          "plugin's taken back: None", "12.0"]
+
+
+def test_a_failing_plugin_leaves_an_earlier_plugins_layers(tmp_path):
+    first = write_plugin(tmp_path / "one", name="first.py")
+    kuiper.load(write_model(tmp_path), plugins=[first])
+    second = write_plugin(tmp_path / "two", CLASHING, name="second.py")
+    with pytest.raises(kuiper.RegistrationError, match="already the layer"):
+        kuiper.load(write_model(tmp_path, "nn.ReLU"), plugins=[second])
+    assert registry.find("mytest.Fine", "cpu") is None
+    assert registry.origin(registry.lookup("mytest.Double")) == f"plugin {first}"
+    np.testing.assert_array_equal(kuiper.load(write_model(tmp_path), plugins=[first])(X), 2 * X)
+
+
+NOTHING = DOUBLE.replace("return [(inputs[0] * self.factor).astype(np.float32)]", "return None")
+
+
+@pytest.mark.parametrize("backend_name", ["cpu", "opencl"])
+def test_a_forward_returning_none_names_the_plugin(tmp_path, backend_name):
+    if backend_name == "opencl" and not opencl_available():
+        pytest.skip("no OpenCL device")
+    plugin = write_plugin(tmp_path / "plug", NOTHING, name="nothing.py")
+    graph = kuiper.load(write_model(tmp_path), plugins=[plugin], backend=backend_name)
+    with pytest.raises(kuiper.PluginError, match=rf"operator 'op' \(mytest.Double\).*forward of "
+                       rf".*Double, from plugin {plugin}.*forward returned None, expected a list "
+                       r"of 1 output value"):
+        graph(X)
+
+
+def test_an_infer_returning_none_names_the_plugin(tmp_path):
+    # found by the fuzzer's plugin scenario (tests/fuzz/corpus/scenario-plugin-infer-returns-none)
+    source = DOUBLE + "\nDouble.infer = lambda self, inputs: None\n"
+    plugin = write_plugin(tmp_path / "plug", source, name="no_specs.py")
+    with pytest.raises(kuiper.PluginError, match=rf"operator 'op' \(mytest.Double\).*infer of "
+                       rf".*Double, from plugin {plugin}.*infer returned None, expected a list "
+                       r"of 1 kuiper.TensorSpec"):
+        kuiper.load(write_model(tmp_path), plugins=[plugin])

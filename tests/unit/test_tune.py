@@ -9,6 +9,7 @@ its table and JSON say what won and by how much.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from types import SimpleNamespace
@@ -238,12 +239,191 @@ def test_an_interrupted_tune_keeps_its_winners_and_resume_skips_them(capsys, cac
     assert "tuning 1/" not in result.stderr
 
 
-def tune_args(model):
+def tune_args(model, **changes):
     import argparse
 
-    return argparse.Namespace(model=str(model), backend="opencl", device=None,
-                              input_shape=None, runs=1, resume=False, json=False, plugin=[],
-                              param=[])
+    args = dict(model=str(model), backend="opencl", device=None, input_shape=None, runs=1,
+                resume=False, fresh=False, budget=None, json=False, plugin=[], param=[])
+    return argparse.Namespace(**{**args, **changes})
+
+
+# --- issue 31: tuple outputs, --budget, resume by default, progress -------------------------
+def tuple_model(tmp_path, rng) -> str:
+    """A convolution whose output goes through a ReLU and a Sigmoid into prim::TupleConstruct,
+    as a YOLO head returns its outputs: `collect_problems` met the tuple's operand, which has
+    no spec, with a bare KeyError."""
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    lines = ["pnnx.Input in0 0 1 0 #0=(1,3,8,8)f32",
+             "nn.Conv2d conv 1 1 0 1 bias=False dilation=(1,1) groups=1 in_channels=3 "
+             "kernel_size=(3,3) out_channels=4 padding=(1,1) padding_mode=zeros stride=(1,1) "
+             "@weight=(4,3,3,3)f32 #0=(1,3,8,8)f32 #1=(1,4,8,8)f32",
+             "nn.ReLU relu 1 1 1 2 #1=(1,4,8,8)f32 #2=(1,4,8,8)f32",
+             "nn.Sigmoid sigmoid 1 1 1 3 #1=(1,4,8,8)f32 #3=(1,4,8,8)f32",
+             "prim::TupleConstruct tuple 2 1 2 3 4",
+             "pnnx.Output out0 1 0 4"]
+    path = tmp_path / "tuple.pnnx.param"
+    path.write_text(f"7767517\n{len(lines)} 5\n" + "\n".join(lines) + "\n")
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "tuple.pnnx.bin", "w") as z:
+        z.writestr("conv.weight", w.tobytes())
+    return str(path)
+
+
+def fake_timing(monkeypatch, clock_step: float = 0.0) -> list:
+    """Time candidates without running them (the flow is under test, not the kernels): a
+    candidate's time comes from its position; each one advances the tuner's clock by
+    `clock_step` seconds. Returns the list of candidates timed."""
+    from kuiper.opencl.execution import tuner
+
+    timed, now = [], [0.0]
+
+    def fake(graph, problem, candidate, runtime, runs, flush=None):
+        timed.append(candidate)
+        now[0] += clock_step
+        return 1e-3 * (1 + problem.candidates.index(candidate))
+
+    monkeypatch.setattr(tuner, "time_candidate", fake)
+    monkeypatch.setattr(tuner, "time", SimpleNamespace(monotonic=lambda: now[0]))  # its clock
+    return timed
+
+
+@needs_opencl
+def test_tune_a_model_whose_output_is_a_tuple(capsys, cache_dir, tmp_path, rng, monkeypatch):
+    timed = fake_timing(monkeypatch)
+    model = tuple_model(tmp_path, rng)
+    result = run_main(capsys, "tune", model, "--runs", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert problem["kind"] == "conv" and problem["layers"] == ["conv"] and timed
+    assert problem["best"]["seconds"] == 1e-3 and not problem["partial"]
+
+
+@needs_opencl
+def test_a_tune_goes_on_where_it_stopped_and_fresh_times_again(capsys, cache_dir, tmp_path,
+                                                               rng, monkeypatch):
+    timed = fake_timing(monkeypatch)
+    model = tuple_model(tmp_path, rng)
+    assert run_main(capsys, "tune", model).returncode == 0
+    first = len(timed)
+    result = run_main(capsys, "tune", model)  # the default: go on, nothing left to time
+    assert result.returncode == 0 and len(timed) == first
+    assert "1 of 1 problems are in the tuning cache already" in result.stderr
+    assert "--fresh times them again" in result.stderr
+    assert run_main(capsys, "tune", model, "--fresh").returncode == 0
+    assert len(timed) == 2 * first
+    assert run_main(capsys, "tune", model, "--fresh", "--resume").returncode == 2  # one or other
+
+
+@needs_opencl
+def test_a_budget_stops_the_tune_and_keeps_what_was_measured(capsys, cache_dir, tmp_path, rng,
+                                                             monkeypatch):
+    timed = fake_timing(monkeypatch, clock_step=1.0)  # each candidate "takes" one second
+    model = tuple_model(tmp_path, rng)
+    result = run_main(capsys, "tune", model, "--budget", "2.5", "--json")
+    assert result.returncode == 0, result.stderr
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert len(timed) == 3 < len(problem["candidates"])  # started at 0, 1 and 2 s
+    assert problem["partial"] and problem["best"]["seconds"] == 1e-3
+    assert "the time budget of 2.5 s is spent after 3 of" in result.stderr
+    (entry,) = json.loads((cache_dir / "tuning.json").read_text())["devices"].popitem()[1] \
+        .values()
+    assert entry["partial"] is True and entry["seconds"] == 1e-3  # kept, marked partial
+    # a partial winner is no reason to skip: the next tune times the problem in full
+    assert run_main(capsys, "tune", model).returncode == 0
+    assert len(timed) == 3 + len(problem["candidates"])
+    entry = json.loads((cache_dir / "tuning.json").read_text())["devices"].popitem()[1]
+    assert "partial" not in next(iter(entry.values()))
+
+
+@pytest.mark.parametrize("budget", ["0", "-1", "nan"])
+def test_a_budget_must_be_positive(capsys, conv_model, budget):
+    result = run_main(capsys, "tune", conv_model, "--budget", budget)
+    assert result.returncode == 1 and f"--budget {float(budget)}" in result.stderr
+
+
+@needs_opencl
+def test_progress_is_reported_per_candidate(cache_dir, tmp_path, rng, monkeypatch):
+    from kuiper.opencl.execution import tuner
+
+    fake_timing(monkeypatch)
+    graph = kuiper.load(tuple_model(tmp_path, rng), backend="opencl")
+    calls = []
+    (problem,) = tuner.tune_graph(graph, runs=1, on_candidate=lambda *a: calls.append(a))
+    total = len(problem.candidates)
+    assert calls == [(k, total) for k in range(1, total + 1)]
+
+
+@needs_opencl
+def test_every_candidates_parameters_survive_the_cache(cache_dir, conv_model, tmp_path, rng):
+    """What `store` writes of any candidate, the cache reads back as well formed (a "local":
+    None of the depthwise kernels was once dropped as malformed)."""
+    from kuiper.opencl.execution import tuner
+
+    for path in (conv_model, tuple_model(tmp_path, rng)):
+        graph = kuiper.load(path, backend="opencl")
+        for problem in tuner.collect_problems(graph):
+            device = graph.executor.runtime.device
+            for candidate in tuner.candidate_list(problem, device):
+                entry = json.loads(json.dumps({"algorithm": candidate.algorithm,
+                                               "params": candidate.params, "seconds": 1.0}))
+                assert tuning.well_formed(entry), entry
+
+
+@pytest.mark.parametrize("content", [
+    "[" * 100_000 + "]" * 100_000,                                       # nested too deep
+    '{"version": 1, "devices": {"d": {"conv:a": ' + "9" * 5000 + "}}}",  # a 5,000-digit int
+])
+def test_a_hostile_cache_is_ignored_with_a_warning(cache_dir, content):
+    cache_dir.mkdir()
+    (cache_dir / "tuning.json").write_text(content)
+    with pytest.warns(KuiperWarning, match="tuning cache .* cannot be read .* ignored"):
+        assert tuning.lookup(fake_device(), "conv:a") is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "huge"])
+def test_a_cache_that_is_not_a_small_file_is_ignored_with_a_warning(cache_dir, kind):
+    """A FIFO blocked the load forever, /dev/zero was read until memory ran out."""
+    cache_dir.mkdir()
+    path = cache_dir / "tuning.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev_zero":
+        path.symlink_to("/dev/zero")
+    else:
+        with open(path, "wb") as f:  # sparse: above the bound, no disk used
+            f.truncate(17 << 20)
+    with pytest.warns(KuiperWarning, match="tuning cache .* cannot be read .* ignored"):
+        assert tuning.lookup(fake_device(), "conv:a") is None
+
+
+@pytest.mark.parametrize("entry", [
+    {"algorithm": "direct", "params": {"nv": [[[1]]]}},     # nesting inside a parameter
+    {"algorithm": "direct", "params": {"nv": 10 ** 40}},    # an int no parameter has
+    {"algorithm": "direct", "params": {"nv": 1}, "seconds": "fast"},
+    {"algorithm": ["direct"], "params": {}},
+    {"algorithm": "direct", "params": [1, 2]},
+])
+def test_entries_of_the_wrong_types_are_ignored_with_a_warning(cache_dir, entry):
+    device = fake_device()
+    cache_dir.mkdir()
+    (cache_dir / "tuning.json").write_text(json.dumps(
+        {"version": 1, "devices": {tuning.device_key(device): {"conv:a": entry,
+                                                                "conv:b": WINNER}}}))
+    with pytest.warns(KuiperWarning, match="holds 1 entry that `kuiper tune` did not write"):
+        assert tuning.lookup(device, "conv:a") is None
+    assert tuning.lookup(device, "conv:b") == WINNER  # the good entry beside it stays
+
+
+@needs_opencl
+def test_a_hostile_cache_never_fails_a_load(cache_dir, conv_model):
+    """The whole way: a load of a convolution reads the cache, warns, and runs on the cost
+    model's choice (an OperatorError blaming the convolution, before)."""
+    cache_dir.mkdir()
+    (cache_dir / "tuning.json").write_text("[" * 100_000)
+    with pytest.warns(KuiperWarning, match="tuning cache"):
+        graph = kuiper.load(conv_model, backend="opencl")
+    layer = next(op.layer for op in graph.order if op.type == "nn.Conv2d")
+    assert layer.algorithm_reason == "cost model"
 
 
 def test_tune_usage_errors(capsys, conv_model):

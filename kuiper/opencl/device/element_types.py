@@ -113,7 +113,7 @@ def misread(layer, arrays: Sequence[tuple[str, Any, np.dtype]]) -> str | None:
         if array is not None and getattr(array, "base_data", None) is not None:
             by_buffer.setdefault(array.base_data.int_ptr, (what, np.dtype(dtype)))
     declared = getattr(layer, "element_types", {})
-    for launch in getattr(layer, "launches", ()):
+    for launch in _each_launch(getattr(layer, "launches", ())):
         kernel = launch.kernel
         for index, value in getattr(kernel, "bound", {}).items():
             if not hasattr(value, "int_ptr") or value.int_ptr not in by_buffer:
@@ -127,6 +127,14 @@ def misread(layer, arrays: Sequence[tuple[str, Any, np.dtype]]) -> str | None:
                         f"'{kernel.function_name}' reads {type_name.rstrip('*')} elements "
                         f"({_takes(type_name)})")
     return None
+
+
+def _each_launch(launches):
+    """Every launch once, those a `Steps` repeats per time step included (layers/opencl_base.py
+    sits above this floor: its `each_launch` cannot be imported here, so this reads the same
+    shape by duck typing)."""
+    for item in launches:
+        yield from getattr(item, "launches", None) or [item]
 
 
 def _takes(type_name: str) -> str:

@@ -14,9 +14,13 @@ kernel is fastest, so its measurements start afresh. Problems are keyed by their
 (ConvProblem.key, or gemm_key for the product of a linear layer or a transposed convolution).
 
 Every load of a model looks its layers up here (conv_select.py); the file is read once per
-process and again only when it changed on disk. A corrupt or unreadable file is ignored with a
-warning, never an error: the cost model still works. Writing needs a writable cache dir; if it
-is not, `kuiper tune` fails with a TuningError that says how to fix it.
+process and again only when it changed on disk. A corrupt or unreadable file (not a regular
+file, too large, not JSON, nested too deep, a 5,000-digit number) is ignored with a warning,
+never an error: the cost model still works. So is an entry of the wrong shape inside a good
+file (`well_formed`), and the selector uses a stored parameter set only if it is one of the
+algorithm's own for the problem (layers/opencl_conv/selector.py, `matching`). Writing needs
+a writable cache dir; if it is not, `kuiper tune` fails with a TuningError that says how to
+fix it.
 """
 
 from __future__ import annotations
@@ -96,16 +100,50 @@ def _read(path: Path) -> dict:
              "ignored, the cost model chooses the kernels; run `kuiper tune MODEL` to write "
              "a new one")
         return _empty()
-    return data
+    devices = {device: {key: entry for key, entry in entries.items() if well_formed(entry)}
+               for device, entries in data["devices"].items()}
+    dropped = sum(len(e) for e in data["devices"].values()) - sum(len(e) for e in
+                                                                  devices.values())
+    if dropped:
+        warn(f"the tuning cache {path} holds {dropped} entr{'y' if dropped == 1 else 'ies'} "
+             "that `kuiper tune` did not write (not an algorithm name with its parameters): "
+             "ignored, the cost model chooses those kernels; run `kuiper tune MODEL` to "
+             "measure them again")
+    return {"version": VERSION, "devices": devices}
+
+
+MAX_PARAM_INT = 1 << 31  # a tile size, a vector width: anything larger is not a parameter
+
+
+def well_formed(entry: Any) -> bool:
+    """Whether `entry` is what `store` writes: {"algorithm": name, "params": {name: value},
+    "seconds": number}, with each value None, a short string, a bool, a number (an int of a
+    sane size), or a short list of such values. A hand-edited or hostile file could put
+    anything there, and the selector compares it with its own parameter sets."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("algorithm"), str):
+        return False
+    params, seconds = entry.get("params", {}), entry.get("seconds", 0.0)
+    if not isinstance(params, dict) or isinstance(seconds, bool) or \
+            not isinstance(seconds, (int, float)):
+        return False
+    return all(isinstance(k, str) and _parameter(v) for k, v in params.items())
+
+
+def _parameter(value: Any) -> bool:
+    if isinstance(value, list):
+        return len(value) <= 16 and all(not isinstance(v, (list, dict)) and _parameter(v)
+                                        for v in value)
+    if isinstance(value, str):
+        return len(value) <= 200
+    if value is None or isinstance(value, (bool, float)):  # (None: "the driver decides")
+        return True
+    return isinstance(value, int) and abs(value) < MAX_PARAM_INT
 
 
 def lookup(device: Any, key: str, path: Path | None = None) -> dict | None:
     """The stored winner {"algorithm", "params", "seconds"} for `key` on `device`, or None."""
     entry = load(path)["devices"].get(device_key(device), {}).get(key)
-    if (not isinstance(entry, dict) or not isinstance(entry.get("algorithm"), str)
-            or not isinstance(entry.get("params", {}), dict)):
-        return None
-    return entry
+    return entry if well_formed(entry) else None
 
 
 def store(device: Any, winners: dict[str, dict], path: Path | None = None) -> Path:

@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from kuiper.core.cache import cache_dir, read_cache_file
+from kuiper.core.log import warn
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def wide_vectors(device: Any) -> bool:
 
     key = device_key(device)
     if key not in _known:
-        stored = _load().get(key)
+        stored = _load(warn_if_broken=True).get(key)
         _known[key] = stored if isinstance(stored, bool) else _probe(device, key)
     os.environ[ENV] = "16" if _known[key] else "8"   # child processes need not ask again
     return _known[key]
@@ -130,12 +131,29 @@ def _path():
     return cache_dir() / FILE_NAME
 
 
-def _load() -> dict:
-    try:  # a cache file Kuiper did not write (a FIFO, /dev/zero, nonsense) is ignored
-        data = json.loads(read_cache_file(_path()))
-    except (OSError, ValueError, RecursionError):
+def _load(warn_if_broken: bool = False) -> dict:
+    """The stored answers {device key: bool}. A cache file Kuiper did not write (a FIFO,
+    /dev/zero, a huge or deeply nested file, a 5,000-digit number, answers that are not
+    True or False) is ignored, with a warning when `warn_if_broken`: the question is asked
+    again, and the answer written over it."""
+    path = _path()
+    try:
+        data = json.loads(read_cache_file(path))
+        why = None if isinstance(data, dict) else "not a JSON object"
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, RecursionError) as e:
+        data, why = {}, str(e)[:200]
+    if why is None:
+        odd = [k for k, v in data.items() if not isinstance(v, bool)]
+        why = f"{len(odd)} answer(s) neither true nor false" if odd else None
+    if why is not None:
+        if warn_if_broken:
+            warn(f"the vector-width cache {path} cannot be used ({why}): it is ignored, "
+                 "the device is asked again")
+        return {k: v for k, v in data.items() if isinstance(v, bool)} if \
+            isinstance(data, dict) else {}
+    return data
 
 
 def _save(key: str, ok: bool) -> None:

@@ -12,6 +12,7 @@ its shapes again from the actual arrays and runs the CPU layer. Those operators 
 from __future__ import annotations
 
 from kuiper.core.dynamic_shapes import reinfer
+from kuiper.core.plugins import results
 from kuiper.core.registry import cpu_base
 
 
@@ -30,7 +31,8 @@ class DynamicHostStep:
         specs = [ex.graph.specs[o.name] for o in self.op.inputs]
         host = [ex._host(o.name) for o in self.op.inputs]
         reinfer(self.layer, host, specs)
-        for operand, value in zip(self.op.outputs, self.layer.forward(host)):
+        for operand, value in zip(self.op.outputs,
+                                  results(self.op, self.layer, self.layer.forward(host))):
             ex.dynamic_values[operand.name] = value
         return []
 

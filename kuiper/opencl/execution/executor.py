@@ -484,7 +484,8 @@ class OpenCLExecutor:
 
     def launch_count(self) -> int:
         """Kernel launches per inference (host steps count none): what the passes save."""
-        return sum(len(getattr(runner, "launches", ()) or ()) for _, runner in self.steps)
+        return sum(getattr(item, "count", 1) * len(getattr(item, "launches", None) or [item])
+                   for _, runner in self.steps for item in getattr(runner, "launches", ()) or ())
 
     def _unoptimized_executor(self) -> OpenCLExecutor:
         """The second binding, without the optimizing passes

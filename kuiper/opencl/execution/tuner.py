@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,7 @@ class Problem:
     layers: list[str] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     model_choice: tuple[str, dict] | None = None   # the cost model's (algorithm, params)
+    partial: bool = False             # stopped before every candidate was timed
 
     @property
     def best(self) -> Candidate | None:
@@ -61,41 +63,72 @@ class Problem:
         return None
 
 
-def tune_graph(graph, runs: int = 5, on_tuned=None, skip=None) -> list[Problem]:
+def tune_graph(graph, runs: int = 5, on_tuned=None, skip=None, budget: float | None = None,
+               on_candidate=None) -> list[Problem]:
     """Time every candidate of every distinct convolution and GEMM problem of an OpenCL `graph`.
-    `on_tuned(problem)` is called after each problem; problems whose key `skip(key)` accepts
-    are left out."""
+
+    `on_tuned(problem)` is called after each problem, and for the problem being timed when the
+    tune stops early (`problem.partial`: a winner among the candidates timed so far), so that
+    a stopped tune keeps everything it measured. Problems whose key `skip(key)` accepts are
+    left out. `budget`: seconds after which no new candidate starts (the problems not reached
+    are returned untimed). `on_candidate(done, total)` reports progress, one call per
+    candidate timed."""
     from kuiper.opencl.device.runtime import OpenCLRuntime
 
+    deadline = None if budget is None else time.monotonic() + budget
     runtime = graph.executor.runtime
     profiled = OpenCLRuntime.shared(_device_spec(runtime), profiling=True)
     problems = collect_problems(graph)
     if skip is not None:
         done = [p for p in problems if skip(p.key)]
         if done:
-            log.info("%d of %d problems are in the tuning cache already (--resume): skipped",
-                     len(done), len(problems))
+            log.info("%d of %d problems are in the tuning cache already: skipped (--fresh times "
+                     "them again)", len(done), len(problems))
         problems = [p for p in problems if p not in done]
+    for problem in problems:  # all first: the progress bar knows its total
+        problem.candidates = candidate_list(problem, profiled.device)
+    total, timed = sum(len(p.candidates) for p in problems), 0
     flush = cache_flush(profiled)   # one scratch buffer for the whole tune
     for i, problem in enumerate(problems, 1):
-        problem.candidates = candidate_list(problem, profiled.device)
         log.info("tuning %d/%d: %s %s (%s), %d candidates", i, len(problems), problem.kind,
                  problem.layers[0], problem.key, len(problem.candidates))
-        for candidate in problem.candidates:
-            try:
-                candidate.seconds = time_candidate(graph, problem, candidate, profiled, runs,
-                                                   flush)
-            except Exception as e:  # noqa: BLE001 - a failing candidate is reported, not fatal
-                candidate.error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
-                log.warning("%s: %s %s failed: %s", problem.layers[0], candidate.algorithm,
-                            params_text(candidate.params), candidate.error)
+        try:
+            for candidate in problem.candidates:
+                if deadline is not None and time.monotonic() > deadline:
+                    problem.partial = True
+                    break
+                _time_one(graph, problem, candidate, profiled, runs, flush)
+                timed += 1
+                if on_candidate is not None:
+                    on_candidate(timed, total)
+        except KeyboardInterrupt:  # Ctrl-C: keep what this problem measured, then stop
+            problem.partial = True
+            if on_tuned is not None and problem.best is not None:
+                on_tuned(problem)
+            raise
         best = problem.best
         if best is not None:
-            log.info("  best: %s %s, %.3f ms", best.algorithm, params_text(best.params),
-                     best.seconds * 1e3)
+            log.info("  best: %s %s, %.3f ms%s", best.algorithm, params_text(best.params),
+                     best.seconds * 1e3, " (budget spent: of the candidates timed)"
+                     if problem.partial else "")
         if on_tuned is not None:
             on_tuned(problem)
+        if problem.partial:
+            log.info("the time budget of %g s is spent after %d of %d candidates; run the "
+                     "tune again to go on where it stopped", budget, timed, total)
+            break
     return problems
+
+
+def _time_one(graph, problem: Problem, candidate: Candidate, runtime, runs: int,
+              flush) -> None:
+    """Time one candidate into `candidate.seconds`; a failing one keeps its error instead."""
+    try:
+        candidate.seconds = time_candidate(graph, problem, candidate, runtime, runs, flush)
+    except Exception as e:  # noqa: BLE001 - a failing candidate is reported, not fatal
+        candidate.error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+        log.warning("%s: %s %s failed: %s", problem.layers[0], candidate.algorithm,
+                    params_text(candidate.params), candidate.error)
 
 
 def _device_spec(runtime) -> str:
@@ -119,12 +152,18 @@ def collect_problems(graph) -> list[Problem]:
     found: dict[str, Problem] = {}
     for op in graph.order:
         layer = op.layer
+        if not isinstance(layer, (ConvBind, Linear, ConvTransposeBind)):
+            # (the operators the graph handles itself have no layer, and a
+            # prim::TupleConstruct's output, a tuple, has no spec: YOLO's heads)
+            continue
         in_specs = [graph.specs[o.name] for o in op.inputs]
         out_specs = [graph.specs[o.name] for o in op.outputs]
-        if isinstance(layer, ConvBind) and getattr(layer, "host_fallback", None) is None:
+        if isinstance(layer, ConvBind):
+            if getattr(layer, "host_fallback", None) is not None:
+                continue
             shape = layer.problem(in_specs)
             key, kind, flops = tuning_cache.conv_key(shape), "conv", 2.0 * shape.macs
-        elif isinstance(layer, (Linear, ConvTransposeBind)):
+        else:
             if isinstance(layer, Linear):   # x @ W^T, W stored as the layer chose
                 shape = layer.gemm_problem(in_specs, out_specs)
             else:                           # W^T @ x into the column buffer
@@ -133,8 +172,6 @@ def collect_problems(graph) -> list[Problem]:
                 continue
             key, kind = tuning_cache.gemm_key(*shape), "gemm"
             flops = 2.0 * float(np.prod(shape[:4]))
-        else:
-            continue
         if key not in found:
             found[key] = Problem(kind, key, op, flops, shape)
         found[key].layers.append(op.name)
