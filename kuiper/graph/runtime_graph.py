@@ -349,6 +349,9 @@ class RuntimeGraph:
         for op, spec in zip(self.input_ops, input_specs):
             specs[op.outputs[0].name] = spec
         resized = [s.shape for s in input_specs] != [op.outputs[0].shape for op in self.input_ops]
+        # At the exported size, each operand's shape is also written in the file: the first
+        # place where Kuiper's inference and pnnx's annotation part (`_contradiction`)
+        contradiction = ""
         for op in self.order:
             if op.layer is None:
                 continue
@@ -359,10 +362,16 @@ class RuntimeGraph:
                 if resized:
                     raise ShapeError(op.name, op.type, f"{e.message} -- "
                                      f"{self._resize_hint(input_specs)}") from None
+                if contradiction:
+                    raise ShapeError(op.name, op.type, f"{e.message} -- {contradiction}"
+                                     ) from None
                 raise
             except MALFORMED as e:  # a layer tripped over a damaged file: say whose operator
+                hint = _pnnx_hint(op) + (f" -- {contradiction}" if contradiction else "")
                 raise operator_failure(op, "inferring shapes", e, specs, self.param_path,
-                                       _pnnx_hint(op)) from e
+                                       hint) from e
+            if not resized and not contradiction:
+                contradiction = _contradiction(op, outs)
             if len(outs) < len(op.outputs):
                 raise op.error(f"layer {type(op.layer).__name__} produced {len(outs)} "
                                f"output spec(s) for {len(op.outputs)} output operand(s)")
@@ -568,3 +577,24 @@ def bin_beside(param_path: str) -> str:
     if param_path.endswith(".param"):
         return param_path[: -len(".param")] + ".bin"
     return param_path + ".bin"
+
+
+def _contradiction(op: RuntimeOperator, outs: Sequence[TensorSpec]) -> str:
+    """'' when `op`'s inferred output shapes are those the file annotates (at the exported input
+    size), else a sentence saying where they part: an error further down then names the first
+    operator whose shape differs, the operator type as pnnx wrote it. The file contradicting
+    itself there is a converter bug (MobileViTv2's patch folding, written by pnnx as an
+    nn.PixelShuffle whose annotated output no pixel shuffle of its input gives), not the
+    failing operator's."""
+    for operand, spec in zip(op.outputs, outs):
+        annotated = operand.shape
+        if (annotated is None or any(d is None or d < 0 for d in annotated) or spec.dynamic
+                or tuple(annotated) == tuple(spec.shape)):
+            continue
+        shown = "x".join(map(str, spec.shape)) or "a scalar"
+        return (f"upstream, operator '{op.name}' ({op.type}, line {op.line}) gives "
+                f"{shown} for '{operand.name}' where the file annotates "
+                f"{'x'.join(map(str, annotated)) or 'a scalar'}: the file's own shape "
+                f"annotations disagree with what a {op.type} computes, which points at the "
+                "converter (pnnx) that wrote it rather than at this operator")
+    return ""

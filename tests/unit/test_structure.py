@@ -46,9 +46,12 @@ def test_every_layer_stem_has_a_test_file():
 
 
 def test_every_kernel_file_is_used():
-    # layers, and the helpers that build kernels for them (opencl_helpers/epilogue.py ...)
-    sources = "\n".join(p.read_text() for folder in ("opencl", "opencl_helpers")
-                        for p in (ROOT / "layers" / folder).glob("*.py"))
+    # layers, and the rooms that build kernels for them (opencl_helpers/epilogue.py, the
+    # convolution algorithms of opencl_conv/, the matrix products of opencl_gemm/, and the
+    # executor's epilogue step in kuiper/opencl/execution/)
+    folders = [ROOT / "layers" / f for f in ("opencl", "opencl_helpers", "opencl_conv",
+                                             "opencl_gemm")] + [ROOT / "kuiper" / "opencl"]
+    sources = "\n".join(p.read_text() for folder in folders for p in folder.rglob("*.py"))
     # a header may be included by a kernel file or by another header (gemm.h's families)
     includes = "\n".join(p.read_text() for p in [*KERNELS.glob("*.cl"), *KERNELS.glob("*.h")])
     stems = {_stem(c) for c in own("opencl").values()}
