@@ -45,6 +45,7 @@ from kuiper.core.errors import (
     UnsupportedOperatorError,
 )
 from kuiper.core.ir import Observer, RuntimeOperand, RuntimeOperator, operator_failure
+from kuiper.core.log import warn
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.graph import named_io, pipeline, topo
 from kuiper.graph.backends import executor_class
@@ -137,6 +138,7 @@ class RuntimeGraph:
         self.plan: Plan | None = None  # what the passes decided, made by build()
         self._plans: dict[tuple[str, ...], Plan] = {}  # other pass sets, lazily
         self._lock = threading.RLock()  # forward/build from several threads: one at a time
+        self._cast_warned: set[str] = set()  # inputs already warned about (_check_inputs)
         self._built_shapes: list[tuple[int, ...]] | None = None  # input shapes of the last build
         kuiper_plugins.load_all(plugins)
         self.state = GraphState.NEED_INIT
@@ -501,9 +503,24 @@ class RuntimeGraph:
                 if not np.can_cast(a.dtype, port.dtype, casting="same_kind"):
                     raise InputError(f"input '{port.name}' should be {port.dtype.name}, got "
                                      f"{a.dtype.name}")
+                self._warn_integer_cast(port, a)
                 a = a.astype(port.dtype)
             arrays.append(np.ascontiguousarray(a).reshape(a.shape))  # keeps 0-dim inputs 0-dim
         return arrays
+
+    def _warn_integer_cast(self, port: Port, a: np.ndarray) -> None:
+        """Integers fed to a float input are cast as they are: a raw 0..255 uint8 image then
+        gives a confident answer to a question the model was never trained on. Say so, once
+        per input of this graph (a KuiperWarning at the caller's line); casting the array
+        yourself says you meant it."""
+        if a.dtype.kind not in "biu" or port.dtype.kind != "f" or port.name in self._cast_warned:
+            return
+        self._cast_warned.add(port.name)
+        values = f" (values {a.min()}..{a.max()})" if a.size else ""
+        warn(f"input '{port.name}' of {os.path.basename(self.param_path)} is {port.dtype.name} "
+             f"and got {a.dtype.name}{values}, cast to {port.dtype.name} unscaled: if these are "
+             "pixels, scale them (x / 255) and normalise them as the model was trained first; "
+             f"cast the array yourself (x.astype(np.{port.dtype.name})) to silence this")
 
     # --- introspection --------------------------------------------------------------------------
     @property

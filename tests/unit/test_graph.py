@@ -342,3 +342,25 @@ def test_agreeing_annotations_add_nothing_to_an_error(tmp_path):
     with pytest.raises(kuiper.ShapeError) as info:
         kuiper.load(write_model(tmp_path, lines))
     assert "annotates" not in str(info.value) and "converter" not in str(info.value)
+
+
+def test_integer_inputs_cast_to_float_warn_once(relu_model):
+    """A raw 0..255 uint8 image fed to a float model gives a confident answer to the wrong
+    question: the Python API says so (once per input of a graph, at the caller's line), as the
+    command line does; float inputs, and a second call, say nothing."""
+    import warnings
+
+    graph = kuiper.load(relu_model)
+    pixels = np.arange(192, dtype=np.uint8).reshape(1, 3, 8, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # the once is Kuiper's own, not Python's registry
+        np.testing.assert_array_equal(graph(pixels), pixels.astype(np.float32))
+        graph(pixels)
+        graph(pixels.astype(np.float32))
+    (warning,) = caught
+    assert warning.category is kuiper.KuiperWarning and warning.filename == __file__
+    message = str(warning.message)
+    assert "got uint8 (values 0..191), cast to float32 unscaled" in message
+    assert "x / 255" in message
+    with pytest.warns(kuiper.KuiperWarning, match="got int64"):  # another graph warns again
+        kuiper.load(relu_model)(pixels.astype(np.int64))
