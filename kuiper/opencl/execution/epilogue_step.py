@@ -17,6 +17,17 @@ import numpy as np
 from kuiper.layers.opencl_base import HostFallback, Launch, round_up
 
 
+def epilogue_operand(epilogue: Any, residual: Any, runtime: Any) -> Any:
+    """What a producer with `epilogue` binds as its `residual` argument: the residual operand's
+    device array (`residual`), or, for an epilogue that adds none, its numbers as a float32
+    device array (clkernels/epilogue.h, EPI_K), or None. The caller keeps the array alive."""
+    if epilogue and residual is None:
+        constants = epilogue.opencl_constants()
+        if constants:
+            return runtime.to_device(np.asarray(constants, np.float32))
+    return residual
+
+
 def with_epilogue(runner: Any, epilogue: Any, output: Any, residual: Any, runtime: Any) -> Any:
     """`runner` itself when it applies `epilogue` in its own kernels (or there is none), else
     an EpilogueStep running it and then the epilogue kernel on `output` (a device array)."""

@@ -50,7 +50,7 @@ from kuiper.opencl.execution.device_memory import (
     in_place_outputs,
 )
 from kuiper.opencl.execution.dynamic import DynamicHostStep, has_device_dynamic_outputs
-from kuiper.opencl.execution.epilogue_step import with_epilogue
+from kuiper.opencl.execution.epilogue_step import epilogue_operand, with_epilogue
 from kuiper.opencl.execution.unfused import unoptimized_view
 
 logger = logging.getLogger(__name__)  # "kuiper.opencl.execution.executor", under "kuiper"
@@ -153,6 +153,7 @@ class OpenCLExecutor:
         self.memory_plan = None                   # its plan (None: naive, a buffer each)
         self.memory_strategy = "naive"
         self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
+        self._epilogue_constants: list = []       # device arrays of fused epilogues' numbers
         self._free_memory()  # the old blocks go before the new ones are allocated
         self._bind_all()
         # Operators without an OpenCL layer, run on the host between a download and an upload,
@@ -225,8 +226,11 @@ class OpenCLExecutor:
             in_specs = [specs[o.name] for o in op.inputs]
             inputs = [self.arrays[plan.resolve(o.name)] for o in op.inputs]
             epilogue = plan.epilogues.get(op.name)
-            residual = (self.arrays[epilogue.residual] if epilogue and epilogue.residual
-                        else None)
+            residual = epilogue_operand(
+                epilogue, self.arrays[epilogue.residual] if epilogue and epilogue.residual
+                else None, rt)
+            if residual is not None and not (epilogue and epilogue.residual):
+                self._epilogue_constants.append(residual)  # bound by the kernels: keep it
             outputs = []
             for operand, spec, kind in zip(op.outputs, out_specs, kinds.get(op.name, ())):
                 if operand.name in self.in_place:      # the bytes of a dead input
@@ -463,6 +467,7 @@ class OpenCLExecutor:
             self._unoptimized = None
         self.arrays, self.steps, self.folded = {}, [], set()
         self.last_events, self.dynamic_values = {}, {}
+        self._epilogue_constants = []
         self._free_memory()
 
     def _free_memory(self) -> None:
