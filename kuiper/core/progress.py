@@ -10,12 +10,11 @@ What shows depends on who is watching, and a library must not print on its own
 
 - the `kuiper` logger shows INFO (the command line sets that up; in Python,
   `logging.basicConfig(level=logging.INFO)`) and stderr is a terminal: a rich progress bar on
-  stderr (done/total, rate, elapsed, time left), removed when the work ends, then one INFO line
-  with the time it took;
+  stderr (done/total, rate, elapsed, time left), removed when the work ends;
 - the logger shows INFO but stderr is a file or a pipe (CI logs, `2> log.txt`): the INFO line
-  "<description>..." when the work starts, and the time it took at the end: no bar redrawn
-  into a file;
+  "<description>..." when the work starts: no bar redrawn into a file;
 - otherwise nothing.
+Under -v (DEBUG) a line at the end says how long it took.
 """
 
 from __future__ import annotations
@@ -36,15 +35,18 @@ def shows_bar() -> bool:
 
 @contextlib.contextmanager
 def progress(description: str, total: int, unit: str = "steps",
-             log: logging.Logger | None = None) -> Iterator[Callable[[int], None]]:
+             log: logging.Logger | None = None,
+             level: int = logging.INFO) -> Iterator[Callable[[int], None]]:
     """Yields `advance(n=1)`; see the module docstring for what shows. `log` is the logger of
-    the module doing the work (its name then shows in -v output)."""
+    the module doing the work (its name then shows in -v output); `level` that of its line
+    (DEBUG: work the user was told about already, shown under -v only, never as a bar)."""
     log = log or logger
     start = time.perf_counter()
     done = 0
-    bar = _rich_bar(description, total, unit) if shows_bar() and total > 0 else None
+    bar = (_rich_bar(description, total, unit)
+           if level >= logging.INFO and shows_bar() and total > 0 else None)
     if bar is None:
-        log.info("%s...", description)
+        log.log(level, "%s...", description)
     try:
         if bar is None:
             def advance(n: int = 1) -> None:
@@ -60,8 +62,8 @@ def progress(description: str, total: int, unit: str = "steps",
                 yield advance
     finally:
         seconds = time.perf_counter() - start
-        if done:
-            log.info("%s: %d %s in %.1f s", description, done, unit, seconds)
+        if done:  # the time it took: under -v (the start line, or the bar, said what runs)
+            log.debug("%s: %d %s in %.1f s", description, done, unit, seconds)
 
 
 @contextlib.contextmanager

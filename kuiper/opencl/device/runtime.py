@@ -9,10 +9,11 @@ Oclgrind (a simulator that checks every memory access) is never chosen unless as
 name: once installed it is listed first and claims every device type.
 
 Programs are built once per (kernel file, options, device) in this process. Across processes the
-compiled binaries are cached on disk, so a second run skips most of the compiler: for PoCL and
-NVIDIA pyopencl leaves that to the driver's own cache (PoCL: ~/.cache/pocl/kcache, moved by
-POCL_CACHE_DIR; NVIDIA: ~/.nv/ComputeCache, moved by CUDA_CACHE_PATH), for other drivers it
-keeps its own (~/.cache/pyopencl).
+compiled binaries are cached on disk, so a second run skips the compiler: by Kuiper itself on
+every driver but PoCL (kuiper/opencl/device/binary_cache.py: <cache>/kernels; the drivers'
+own caches come on top: NVIDIA's ~/.nv/ComputeCache, moved by CUDA_CACHE_PATH, or pyopencl's
+~/.cache/pyopencl for other drivers), and by PoCL's own cache on PoCL (~/.cache/pocl/kcache,
+moved by POCL_CACHE_DIR), which also holds the code PoCL generates at a kernel's first launch.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 
 from kuiper.clkernels import KERNEL_DIR
 from kuiper.core.errors import KernelBuildError, OpenCLUnavailableError, ResourceError
+from kuiper.opencl.device import binary_cache
 from kuiper.opencl.device.element_types import kernel_class
 
 
@@ -242,8 +244,12 @@ class OpenCLRuntime:
                                          f"with out_of_order={out_of_order}, profiling="
                                          f"{profiling}: {e}") from None
         self.out_of_order, self.profiling = out_of_order, profiling
+        from kuiper.opencl.device.vector_width import ask_early
+
+        ask_early(self.device)  # a machine's first run: asked while the model loads
         # Built programs, of kernel files and of generated sources alike (see `_cached`).
         self._programs: dict[tuple[str, str, tuple[str, ...]], object] = {}
+        self.cached_builds = 0  # programs loaded from Kuiper's kernel cache (binary_cache.py)
         self.allocated_bytes = self.peak_bytes = 0  # device memory held, see `buffer`
 
     @property
@@ -310,16 +316,43 @@ class OpenCLRuntime:
 
     def build_source(self, source: str, options: list[str], label: str,
                      include: Sequence[Path] = ()):
-        """Build `source` now, uncached (`program` and `program_from_source` cache); a compile
-        error raises KernelBuildError with `label` and the compiler's log. The `include`
-        folders are searched before Kuiper's clkernels/ (a plugin's own gemm.h wins)."""
-        cl = self.cl
+        """Build `source` now (`program` and `program_from_source` keep the result for this
+        process); a compile error raises KernelBuildError with `label` and the compiler's log.
+        The `include` folders are searched before Kuiper's clkernels/ (a plugin's own gemm.h
+        wins). Across processes, the binary comes from Kuiper's kernel cache when it holds
+        one for this device, driver, source, headers and options (binary_cache.py)."""
         all_options = [o for folder in include for o in ("-I", str(folder))]
         all_options += list(BASE_OPTIONS) + self.device_options + options
+        if not binary_cache.enabled(self.device):  # PoCL: its own cache does it (binary_cache)
+            return self._build_from_source(source, all_options, label)
+        cache_key = binary_cache.key(self.device, source, all_options, [*include, KERNEL_DIR])
+        binary = binary_cache.load(cache_key)
+        if binary is not None:
+            program = self._build_from_binary(binary, all_options)
+            if program is not None:
+                self.cached_builds += 1
+                return program
+        program = self._build_from_source(source, all_options, label)
+        binary_cache.store(cache_key, program.get_info(self.cl.program_info.BINARIES)[0])
+        return program
+
+    def _build_from_source(self, source: str, all_options: list[str], label: str):
+        cl = self.cl
         try:
             return cl.Program(self.context, source).build(options=all_options)
         except cl.Error as e:
             raise KernelBuildError(label, all_options, _build_log(e, self.device)) from None
+
+    def _build_from_binary(self, binary: bytes, all_options: list[str]):
+        """The program of a stored binary, or None when the driver refuses it (then it is
+        built from source and the binary replaced)."""
+        try:
+            return self.cl.Program(self.context, [self.device], [binary]).build(
+                options=all_options)
+        except self.cl.Error as e:
+            binary_cache.logger.debug("a cached binary was refused (%s): building from source",
+                                      e)
+            return None
 
     def kernel(self, stem: str, name: str, options: Sequence[str] = ()):
         """A fresh cl.Kernel: each layer binds its own arguments once, so it needs its own."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -37,11 +38,12 @@ from kuiper.core.errors import KuiperError
 from kuiper.core.ir import Observer, RuntimeOperator, operator_failure
 from kuiper.core.log import warn
 from kuiper.core.plugins import call, reraise
+from kuiper.core.progress import progress
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.opencl_base import FRESH, HostFallback, OpenCLLayer
 from kuiper.memory import check_strategy, operand_lifetimes, plan
 from kuiper.opencl.device.element_types import misread, oversized
-from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.opencl.device.runtime import OpenCLRuntime, compiles_to_native_cpu
 from kuiper.opencl.execution.device_memory import (
     DeviceMemory,
     Workspaces,
@@ -54,6 +56,13 @@ from kuiper.opencl.execution.epilogue_step import epilogue_operand, with_epilogu
 from kuiper.opencl.execution.unfused import unoptimized_view
 
 logger = logging.getLogger(__name__)  # "kuiper.opencl.execution.executor", under "kuiper"
+# set while an executor builds the unfused twin of another (_unoptimized_executor): its build
+# is not announced again (per thread: graphs may be built in several at once)
+_building = threading.local()
+
+
+def _nothing(_n: int = 1) -> None:
+    """The progress callback outside a build."""
 
 
 def _is_numeric(spec: TensorSpec) -> bool:
@@ -122,15 +131,38 @@ class OpenCLExecutor:
                        else default_strategy(self.runtime.device))
         self.graph = graph
         self._warned: list[str] = []  # the fallbacks last warned about (see _warn_fallbacks)
-        # The first build compiles the kernels (seconds on PoCL; the runtime caches them, so a
-        # rebuild or a second graph is fast): say so, for a status line under -v.
-        kernels = sum(isinstance(op.layer, OpenCLLayer) and not all(
-            graph.specs[o.name].known for o in op.outputs) for op in graph.order)  # not folded
-        logger.info("building OpenCL kernels for %d operators on %s...", kernels,
-                    self.runtime.name)
-        start = time.perf_counter()
+        # The first build compiles the kernels (seconds to minutes on PoCL with a cold cache):
+        # it says so once, as a progress bar or a status line (kuiper/core/progress.py). A
+        # rebuild for a new size, and the unfused twin of an observed run, say so under -v.
+        self._announce = not getattr(_building, "quietly", False)
         self.rebuild()
-        logger.debug("OpenCL build done in %.2f s", time.perf_counter() - start)
+        self._announce = False
+
+    def _progress(self):
+        """The progress of one build: a bar on a terminal, else one line (INFO for a graph's
+        first build, DEBUG for the others), counting the operators bound and, where kernels
+        are compiled at their first launch, the operators of the warm-up run."""
+        kernels = sum(isinstance(op.layer, OpenCLLayer) and not all(
+            self.graph.specs[o.name].known for o in op.outputs)
+            for op in self.graph.order)  # not folded
+        total = self._operators() * (2 if self.warms_up else 1)
+        what = (f"building OpenCL kernels for {kernels} operators on {self.runtime.name}"
+                if self._announce else f"binding OpenCL kernels for {kernels} operators")
+        return progress(what, total, unit="steps", log=logger,
+                        level=logging.INFO if self._announce else logging.DEBUG)
+
+    def _operators(self) -> int:
+        """The graph's operators with a layer: what a build's progress counts, twice with a
+        warm-up (bound, then run)."""
+        return sum(1 for op in self.graph.order if op.layer is not None)
+
+    @property
+    def warms_up(self) -> bool:
+        """Whether a build ends with a run on zeros: on devices that compile a kernel at its
+        first launch (PoCL's CPU devices: LLVM generates the work-group function then, most of
+        a cold start), so that the first inference is as fast as the next and the build's
+        progress covers the compiling. Elsewhere the build itself compiles everything."""
+        return compiles_to_native_cpu(self.runtime.device)
 
     @staticmethod
     def default_memory(options: dict) -> str:
@@ -155,7 +187,15 @@ class OpenCLExecutor:
         self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
         self._epilogue_constants: list = []       # device arrays of fused epilogues' numbers
         self._free_memory()  # the old blocks go before the new ones are allocated
-        self._bind_all()
+        with self._progress() as advance:
+            self._advance = advance
+            try:
+                self._bind_all()
+                advance(self._operators() - len(self.steps))  # folded, fused: nothing to bind
+                if self.warms_up:
+                    self._warm_up(advance)
+            finally:
+                self._advance = _nothing
         # Operators without an OpenCL layer, run on the host between a download and an upload,
         # and those whose layer fell back to the host for these shapes (fall_back_to_host)
         self.fallbacks = [op for op, runner in self.steps if isinstance(runner, HostFallback)
@@ -220,6 +260,7 @@ class OpenCLExecutor:
         for step, (op, dynamic_step) in enumerate(todo):
             if dynamic_step is not None:
                 self.steps.append((op, dynamic_step))
+                self._advance(1)
                 continue
             layer = op.layer
             out_specs = [specs[o.name] for o in op.outputs]
@@ -254,6 +295,7 @@ class OpenCLExecutor:
             # a producer whose kernels do not apply its fused epilogue: one more launch
             runner = with_epilogue(runner, epilogue, outputs[0] if outputs else None, residual, rt)
             self.steps.append((op, runner))
+            self._advance(1)
         for name in plan.aliases:  # a no-op's output is its input, a fused chain's its producer's
             self.arrays[name] = self.arrays.get(plan.resolve(name))
         # what each step waits for: its inputs (resolved) and its epilogue's residual
@@ -262,6 +304,27 @@ class OpenCLExecutor:
         self.device_dynamic = {op.name for op, runner in self.steps
                                if has_device_dynamic_outputs(runner)
                                and any(self.graph.specs[o.name].dynamic for o in op.outputs)}
+
+    def _warm_up(self, advance) -> None:
+        """One run on zeros, each operator waited for (so that the progress moves as PoCL
+        compiles each kernel), results dropped. Zeros, not whatever the fresh buffers hold:
+        an index read from garbage (gather, embedding) would run past its tensor. A failure
+        here is left for the real run to report, with the real inputs."""
+        zeros = [np.zeros(spec.shape, spec.dtype) for spec in
+                 (self.graph.specs[op.outputs[0].name] for op in self.graph.input_ops)]
+        queue = self.runtime.queue
+        skipped = self._operators() - len(self.steps)
+
+        def after_step():
+            queue.finish()
+            advance(1)
+
+        try:
+            self.run(zeros, _after_step=after_step)
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            logger.debug("the warm-up run stopped (%s: %s); the first run compiles the rest",
+                         type(e).__name__, e)
+        advance(skipped)  # folded and fused operators: nothing to run
 
     def _output_kinds(self, todo) -> dict:
         """{operator: the OutputKind of each output}, as each layer declares them
@@ -364,7 +427,7 @@ class OpenCLExecutor:
         return described
 
     def run(self, inputs: list[np.ndarray], observer: Observer | None = None,
-            outputs: Sequence[str] | None = None) -> list:
+            outputs: Sequence[str] | None = None, _after_step=None) -> list:
         """Run once; returns the graph outputs, or the operands named in `outputs` (any
         operand: every one has its own device array, or is a view or a folded constant).
 
@@ -426,6 +489,8 @@ class OpenCLExecutor:
                 seconds = time.perf_counter() - start
                 outs = [self._host(o.name) for o in op.outputs]
                 observer(op, outs, seconds)
+            if _after_step is not None:  # the warm-up's progress (_warm_up)
+                _after_step()
         self.last_events = events
         if outputs is None:
             outputs = [plan.resolve(o.name) for o in graph.output_operands]
@@ -456,7 +521,11 @@ class OpenCLExecutor:
                 options["memory"] = "naive"  # every operand keeps its value to the end
             with warnings.catch_warnings():  # its host fallbacks were warned about already
                 warnings.simplefilter("ignore")
-                self._unoptimized = type(self)(unoptimized_view(self.graph), **options)
+                _building.quietly = True  # its kernels are the graph's: said once already
+                try:
+                    self._unoptimized = type(self)(unoptimized_view(self.graph), **options)
+                finally:
+                    _building.quietly = False
         return self._unoptimized
 
     def close(self) -> None:
