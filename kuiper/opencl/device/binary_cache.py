@@ -15,7 +15,8 @@ and every header the source may include (the `.h` and `.cl` files of the include
 clkernels/ and a plugin's own folder). A changed kernel or header, or a driver update, is a
 new key, so a stale binary is never used; a binary the driver refuses anyway is rebuilt from
 source and replaced. `<cache>` is kuiper/core/cache.py's folder. Delete `<cache>/kernels`
-whenever you like (`kuiper devices` shows its size).
+whenever you like; `kuiper devices` lists every kernel cache folder with its size
+(`cache_folders`).
 
 Not on PoCL, by default: there, clGetProgramInfo(CL_PROGRAM_BINARIES) makes PoCL compile every
 kernel of the program for every work-group size first (14 s per program of the GEMM family on
@@ -149,14 +150,30 @@ def store(cache_key: str, binary: bytes) -> None:
         logger.debug("kernel cache %s not written: %s", target, e)
 
 
-def usage() -> tuple[int, int]:
-    """(files, bytes) in the cache folder now."""
+def usage(path: str | os.PathLike | None = None) -> tuple[int, int]:
+    """(files, bytes) under `path` (default: this cache's folder) now; (0, 0) when absent."""
     files = size = 0
-    try:
-        for entry in os.scandir(folder()):
-            if entry.is_file() and entry.name.endswith(".bin"):
+    for root, _dirs, names in os.walk(path if path is not None else folder()):
+        for name in names:
+            try:
+                size += os.lstat(os.path.join(root, name)).st_size
                 files += 1
-                size += entry.stat().st_size
-    except OSError:
-        pass
+            except OSError:
+                pass
     return files, size
+
+
+def _user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+def cache_folders() -> list[tuple[str, Path]]:
+    """Every folder where compiled OpenCL kernels of Kuiper's may be kept, (what, path): this
+    cache, PoCL's, pyopencl's, NVIDIA's (as each is found from its environment variables)."""
+    pocl = os.environ.get("POCL_CACHE_DIR") or _user_cache() / "pocl" / "kcache"
+    nvidia = os.environ.get("CUDA_CACHE_PATH") or Path.home() / ".nv" / "ComputeCache"
+    return [("Kuiper's kernel binaries (every driver but PoCL)", folder()),
+            ("PoCL's kcache (programs and compiled kernels)", Path(pocl)),
+            ("pyopencl's binaries (drivers without a cache of their own)",
+             _user_cache() / "pyopencl"),
+            ("NVIDIA's ComputeCache", Path(nvidia))]

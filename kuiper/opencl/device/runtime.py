@@ -18,9 +18,11 @@ moved by POCL_CACHE_DIR), which also holds the code PoCL generates at a kernel's
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
 import sys
+import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +60,10 @@ def install_hint(system: str | None = None, machine: str | None = None) -> str:
     return f"install {vendor}, or PoCL built for this system"
 
 
+# A program build that takes longer than this compiled for real (a kcache hit on PoCL takes a
+# few milliseconds, Clang on one of Kuiper's kernel files 0.1-1 s): the cache is cold, and
+# compiling the kernels in helper processes pays off (jit_helper.py).
+COLD_BUILD_SECONDS = 0.05
 # what every "no OpenCL" error message ends with
 INSTALL_HINT = install_hint()
 # Options every kernel is built with: -I so kernels can #include shared headers, MAD
@@ -250,6 +256,11 @@ class OpenCLRuntime:
         # Built programs, of kernel files and of generated sources alike (see `_cached`).
         self._programs: dict[tuple[str, str, tuple[str, ...]], object] = {}
         self.cached_builds = 0  # programs loaded from Kuiper's kernel cache (binary_cache.py)
+        # (source, options) of every program built from source, by its handle: what a JIT
+        # helper needs to build it again (jit_helper.py); and how many compiled for real
+        self.program_sources: dict[int, tuple[str, list[str]]] = {}
+        self.cold_builds = 0
+        self._jit_helpers = None
         self.allocated_bytes = self.peak_bytes = 0  # device memory held, see `buffer`
 
     @property
@@ -338,10 +349,28 @@ class OpenCLRuntime:
 
     def _build_from_source(self, source: str, all_options: list[str], label: str):
         cl = self.cl
+        start = time.perf_counter()
         try:
-            return cl.Program(self.context, source).build(options=all_options)
+            program = cl.Program(self.context, source).build(options=all_options)
         except cl.Error as e:
             raise KernelBuildError(label, all_options, _build_log(e, self.device)) from None
+        self.program_sources[program.int_ptr] = (source, all_options)
+        if time.perf_counter() - start > COLD_BUILD_SECONDS:
+            self.cold_builds += 1
+        return program
+
+    def jit_helpers(self):
+        """The helper processes that compile PoCL's kernels in parallel (jit_helper.py),
+        started on the first call after a program really compiled (a cold cache: with a warm
+        one PoCL finds every kernel compiled, and helpers would only cost their start-up);
+        None where they do not apply or would not start."""
+        if self._jit_helpers is None and self.cold_builds:
+            from kuiper.opencl.device.jit_helper import JitHelpers
+
+            self._jit_helpers = JitHelpers.start(self) or False
+            if self._jit_helpers:
+                atexit.register(self._jit_helpers.stop)
+        return self._jit_helpers or None
 
     def _build_from_binary(self, binary: bytes, all_options: list[str]):
         """The program of a stored binary, or None when the driver refuses it (then it is

@@ -186,6 +186,7 @@ class OpenCLExecutor:
         self.memory_strategy = "naive"
         self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
         self._epilogue_constants: list = []       # device arrays of fused epilogues' numbers
+        self._offered = False                     # steps handed to JIT helpers (_offer)
         self._free_memory()  # the old blocks go before the new ones are allocated
         with self._progress() as advance:
             self._advance = advance
@@ -296,6 +297,8 @@ class OpenCLExecutor:
             runner = with_epilogue(runner, epilogue, outputs[0] if outputs else None, residual, rt)
             self.steps.append((op, runner))
             self._advance(1)
+            if self.warms_up:  # PoCL compiles at first launch: helpers may start on it now
+                self._offer(runner)
         for name in plan.aliases:  # a no-op's output is its input, a fused chain's its producer's
             self.arrays[name] = self.arrays.get(plan.resolve(name))
         # what each step waits for: its inputs (resolved) and its epilogue's residual
@@ -304,6 +307,19 @@ class OpenCLExecutor:
         self.device_dynamic = {op.name for op, runner in self.steps
                                if has_device_dynamic_outputs(runner)
                                and any(self.graph.specs[o.name].dynamic for o in op.outputs)}
+
+    def _offer(self, runner) -> None:
+        """The kernels of a step just bound, to the runtime's JIT helpers (jit_helper.py: on a
+        cold cache, other processes compile them while this one binds the rest); once they
+        start, the steps bound before are offered too."""
+        helpers = self.runtime.jit_helpers()
+        if helpers is None:
+            return
+        if not self._offered:
+            for _, earlier in self.steps[:-1]:
+                helpers.offer(getattr(earlier, "launches", None) or ())
+            self._offered = True
+        helpers.offer(getattr(runner, "launches", None) or ())
 
     def _warm_up(self, advance) -> None:
         """One run on zeros, each operator waited for (so that the progress moves as PoCL
@@ -315,12 +331,18 @@ class OpenCLExecutor:
         queue = self.runtime.queue
         skipped = self._operators() - len(self.steps)
 
+        helpers = self.runtime.jit_helpers()
+
+        def before_step(runner):  # what a helper has not started is this process's to compile
+            if helpers is not None:
+                helpers.claim(getattr(runner, "launches", None) or ())
+
         def after_step():
             queue.finish()
             advance(1)
 
         try:
-            self.run(zeros, _after_step=after_step)
+            self.run(zeros, _hooks=(before_step, after_step))
         except Exception as e:  # noqa: BLE001 - see the docstring
             logger.debug("the warm-up run stopped (%s: %s); the first run compiles the rest",
                          type(e).__name__, e)
@@ -427,7 +449,7 @@ class OpenCLExecutor:
         return described
 
     def run(self, inputs: list[np.ndarray], observer: Observer | None = None,
-            outputs: Sequence[str] | None = None, _after_step=None) -> list:
+            outputs: Sequence[str] | None = None, _hooks=None) -> list:
         """Run once; returns the graph outputs, or the operands named in `outputs` (any
         operand: every one has its own device array, or is a view or a folded constant).
 
@@ -463,6 +485,8 @@ class OpenCLExecutor:
                     for event in events.get(name, ()):
                         if event not in wait_for:
                             wait_for.append(event)
+            if _hooks is not None:  # the warm-up: a JIT helper's job taken back (_warm_up)
+                _hooks[0](runner)
             start = time.perf_counter()
             try:
                 done = runner.enqueue(queue, wait_for)
@@ -489,8 +513,8 @@ class OpenCLExecutor:
                 seconds = time.perf_counter() - start
                 outs = [self._host(o.name) for o in op.outputs]
                 observer(op, outs, seconds)
-            if _after_step is not None:  # the warm-up's progress (_warm_up)
-                _after_step()
+            if _hooks is not None:  # the warm-up's progress (_warm_up)
+                _hooks[1]()
         self.last_events = events
         if outputs is None:
             outputs = [plan.resolve(o.name) for o in graph.output_operands]
