@@ -107,12 +107,10 @@ class JitHelpers:
 
     @classmethod
     def start(cls, runtime) -> JitHelpers | None:
-        """Helpers for `runtime`'s device, or None (not PoCL, no spare core, or they would not
-        start)."""
-        from kuiper.opencl.device.runtime import compiles_to_native_cpu
-
+        """Helpers for `runtime`'s device (PoCL's: the runtime asks only for one of those), or
+        None (no spare core, or they would not start)."""
         count = helper_count()
-        if count == 0 or not compiles_to_native_cpu(runtime.device):
+        if count == 0:
             return None
         # run as a script: `-m kuiper...` would import all of Kuiper first, for nothing
         command = [sys.executable, os.path.abspath(__file__), runtime.device.platform.name,

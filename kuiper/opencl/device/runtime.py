@@ -364,7 +364,8 @@ class OpenCLRuntime:
         started on the first call after a program really compiled (a cold cache: with a warm
         one PoCL finds every kernel compiled, and helpers would only cost their start-up);
         None where they do not apply or would not start."""
-        if self._jit_helpers is None and self.cold_builds:
+        if self._jit_helpers is None and self.cold_builds and compiles_to_native_cpu(
+                self.device):
             from kuiper.opencl.device.jit_helper import JitHelpers
 
             self._jit_helpers = JitHelpers.start(self) or False
