@@ -13,9 +13,10 @@ carries the decision out:
   pass when the producer's kernels do not (kuiper/opencl/execution/epilogue_step.py); an activation
   is the expression of its OpenCL twin (layers/opencl/activation.py), an elementwise
   expression its arithmetic (`expression_c`). Their numbers (an activation's parameters, a
-  scale, a shift) are not written into the options when the epilogue adds no residual: they
-  are read as `EPI_K(i)` from the buffer bound where the residual would be
-  (`opencl_constants`), so that layers that differ only in their numbers share one program.
+  scale, a shift) are not written into the options when the epilogue adds no residual and
+  the executor binds them (`numbers_as_data`): they are read as `EPI_K(i)` from the buffer
+  bound where the residual would be (`opencl_constants`), so that layers that differ only in
+  their numbers share one program.
   PP-OCRv5's detector fuses a different `c1 * hardswish(a * x + b) + c2` into each of its 30
   convolutions: with the numbers as literals that was 30 programs to compile (4 s each for
   PoCL's first launch of a GEMM kernel), with them as data it is a handful.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,10 @@ class Epilogue:
     residual: str | None = None
     after: tuple[Step, ...] = ()
     absorbed: tuple[str, ...] = ()
+    # OpenCL: the numbers are read as EPI_K(i) from the buffer bound as `residual`, which the
+    # executor then binds (kuiper/opencl/execution/epilogue_step.py, epilogue_operand, makes
+    # this copy with the buffer); anyone else binding the epilogue gets literals
+    numbers_as_data: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.before or self.after or self.residual is not None)
@@ -163,11 +168,13 @@ class Epilogue:
         return self._opencl()[0]
 
     def opencl_constants(self) -> list[float] | None:
-        """The numbers the options read as EPI_K(0), EPI_K(1) ..., in order: what the
-        executor binds in place of the residual (float32); None when the options hold them as
-        literals (an epilogue that adds a residual needs that argument for it)."""
-        options, constants = self._opencl()
-        return constants if constants else None
+        """The numbers of the epilogue as its options would read them with numbers_as_data,
+        EPI_K(0), EPI_K(1) ..., in order: what the executor binds in place of the residual
+        (float32); None when there are none, or it adds a residual (which needs the argument)."""
+        if self.residual is not None:
+            return None
+        _options, constants = replace(self, numbers_as_data=True)._opencl()
+        return constants or None
 
     def _opencl(self) -> tuple[list[str], list[float]]:
         constants: list[float] = []
@@ -176,7 +183,7 @@ class Epilogue:
             constants.append(float(np.float32(value)))
             return f"EPI_K({len(constants) - 1})"
 
-        literal = _literal if self.residual is not None else slot
+        literal = slot if self.numbers_as_data and self.residual is None else _literal
         options = []
         if self.before:
             options.append(f"-DEPI_ACT(x)=({_nested(self.before, literal)})")

@@ -268,10 +268,10 @@ class OpenCLExecutor:
             in_specs = [specs[o.name] for o in op.inputs]
             inputs = [self.arrays[plan.resolve(o.name)] for o in op.inputs]
             epilogue = plan.epilogues.get(op.name)
-            residual = epilogue_operand(
+            epilogue, residual = epilogue_operand(
                 epilogue, self.arrays[epilogue.residual] if epilogue and epilogue.residual
                 else None, rt)
-            if residual is not None and not (epilogue and epilogue.residual):
+            if epilogue and epilogue.numbers_as_data:
                 self._epilogue_constants.append(residual)  # bound by the kernels: keep it
             outputs = []
             for operand, spec, kind in zip(op.outputs, out_specs, kinds.get(op.name, ())):
