@@ -60,10 +60,11 @@ def install_hint(system: str | None = None, machine: str | None = None) -> str:
     return f"install {vendor}, or PoCL built for this system"
 
 
-# A program build that takes longer than this compiled for real (a kcache hit on PoCL takes a
-# few milliseconds, Clang on one of Kuiper's kernel files 0.1-1 s): the cache is cold, and
-# compiling the kernels in helper processes pays off (jit_helper.py).
-COLD_BUILD_SECONDS = 0.05
+# A program build that takes longer than this compiled for real (a kcache hit on PoCL takes
+# 5-50 ms, Clang on one of Kuiper's kernel files 0.2-1 s on the 2-core test machine): the cache
+# is cold, and compiling the kernels in helper processes pays off (jit_helper.py). A wrong
+# guess costs little: helpers started for nothing, or a cold start without them.
+COLD_BUILD_SECONDS = 0.15
 # what every "no OpenCL" error message ends with
 INSTALL_HINT = install_hint()
 # Options every kernel is built with: -I so kernels can #include shared headers, MAD
