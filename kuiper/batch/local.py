@@ -49,8 +49,9 @@ def run_local(predictor: Predictor, files: Sequence[str],
     if chunk < 1:
         raise KuiperError(f"the chunk size must be 1 or more, got {chunk}")
     start = time.perf_counter()
-    with progress(f"{len(files)} input(s) through {Path(predictor.model).name} on "
-                  f"{predictor.backend}", len(files), unit="inputs") as advance:
+    name = Path(predictor.model).name
+    with progress(f"{len(files)} input(s) through {name} on {predictor.backend}", len(files),
+                  unit="inputs", label=f"{name.split('.')[0]} ({predictor.backend})") as advance:
         for first in range(0, len(files), chunk):
             names = files[first:first + chunk]
             result = predictor({"path": np.asarray(names)})

@@ -35,15 +35,16 @@ def shows_bar() -> bool:
 
 @contextlib.contextmanager
 def progress(description: str, total: int, unit: str = "steps",
-             log: logging.Logger | None = None,
-             level: int = logging.INFO) -> Iterator[Callable[[int], None]]:
+             log: logging.Logger | None = None, level: int = logging.INFO,
+             label: str | None = None) -> Iterator[Callable[[int], None]]:
     """Yields `advance(n=1)`; see the module docstring for what shows. `log` is the logger of
     the module doing the work (its name then shows in -v output); `level` that of its line
-    (DEBUG: work the user was told about already, shown under -v only, never as a bar)."""
+    (DEBUG: work the user was told about already, shown under -v only, never as a bar);
+    `label` what the bar says, when `description` is too long for a terminal's line."""
     log = log or logger
     start = time.perf_counter()
     done = 0
-    bar = (_rich_bar(description, total, unit)
+    bar = (_rich_bar(label or description, total, unit)
            if level >= logging.INFO and shows_bar() and total > 0 else None)
     if bar is None:
         log.log(level, "%s...", description)

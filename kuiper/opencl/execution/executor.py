@@ -149,7 +149,8 @@ class OpenCLExecutor:
         what = (f"building OpenCL kernels for {kernels} operators on {self.runtime.name}"
                 if self._announce else f"binding OpenCL kernels for {kernels} operators")
         return progress(what, total, unit="steps", log=logger,
-                        level=logging.INFO if self._announce else logging.DEBUG)
+                        level=logging.INFO if self._announce else logging.DEBUG,
+                        label=f"OpenCL kernels ({kernels} operators)")
 
     def _operators(self) -> int:
         """The graph's operators with a layer: what a build's progress counts, twice with a
