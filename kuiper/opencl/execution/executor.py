@@ -54,6 +54,7 @@ from kuiper.opencl.execution.device_memory import (
 from kuiper.opencl.execution.dynamic import DynamicHostStep, has_device_dynamic_outputs
 from kuiper.opencl.execution.epilogue_step import epilogue_operand, with_epilogue
 from kuiper.opencl.execution.unfused import unoptimized_view
+from kuiper.opencl.execution.warm_up import offer_to_helpers, warm_up
 
 logger = logging.getLogger(__name__)  # "kuiper.opencl.execution.executor", under "kuiper"
 # set while an executor builds the unfused twin of another (_unoptimized_executor): its build
@@ -158,19 +159,10 @@ class OpenCLExecutor:
         return sum(1 for op in self.graph.order if op.layer is not None)
 
     @property
-    def compiles_at_launch(self) -> bool:
-        """Whether the device compiles a kernel at its first launch (PoCL's CPU devices: LLVM
-        generates the work-group function then, most of a cold start); elsewhere building the
-        program compiles everything."""
-        return compiles_to_native_cpu(self.runtime.device)
-
-    @property
     def warms_up(self) -> bool:
-        """Whether a build ends with a run on zeros: where kernels compile at their first
-        launch, so that the first inference is as fast as the next and the build's progress
-        covers the compiling (with a cold cache, most of it). With a warm cache it costs one
-        inference: PoCL then finds each kernel compiled, at its first launch, in its cache."""
-        return self.compiles_at_launch
+        """Whether a build ends with a run on zeros (warm_up.py): where the device compiles a
+        kernel at its first launch (PoCL's CPU devices)."""
+        return compiles_to_native_cpu(self.runtime.device)
 
     @staticmethod
     def default_memory(options: dict) -> str:
@@ -194,7 +186,7 @@ class OpenCLExecutor:
         self.memory_strategy = "naive"
         self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
         self._epilogue_constants: list = []       # device arrays of fused epilogues' numbers
-        self._offered = False                     # steps handed to JIT helpers (_offer)
+        self._offered = False                     # steps handed to JIT helpers (warm_up.py)
         self._free_memory()  # the old blocks go before the new ones are allocated
         with self._progress() as advance:
             self._advance = advance
@@ -202,7 +194,7 @@ class OpenCLExecutor:
                 self._bind_all()
                 advance(self._operators() - len(self.steps))  # folded, fused: nothing to bind
                 if self.warms_up:
-                    self._warm_up(advance)
+                    warm_up(self, advance)
             finally:
                 self._advance = _nothing
         # Operators without an OpenCL layer, run on the host between a download and an upload,
@@ -306,7 +298,7 @@ class OpenCLExecutor:
             self.steps.append((op, runner))
             self._advance(1)
             if self.warms_up:  # kernels compile at first launch: helpers (on a cold cache)
-                self._offer(runner)
+                offer_to_helpers(self, runner)
         for name in plan.aliases:  # a no-op's output is its input, a fused chain's its producer's
             self.arrays[name] = self.arrays.get(plan.resolve(name))
         # what each step waits for: its inputs (resolved) and its epilogue's residual
@@ -315,48 +307,6 @@ class OpenCLExecutor:
         self.device_dynamic = {op.name for op, runner in self.steps
                                if has_device_dynamic_outputs(runner)
                                and any(self.graph.specs[o.name].dynamic for o in op.outputs)}
-
-    def _offer(self, runner) -> None:
-        """The kernels of a step just bound, to the runtime's JIT helpers (jit_helper.py: on a
-        cold cache, other processes compile them while this one binds the rest); once they
-        start, the steps bound before are offered too."""
-        helpers = self.runtime.jit_helpers()
-        if helpers is None:
-            return
-        if not self._offered:
-            for _, earlier in self.steps[:-1]:
-                helpers.offer(getattr(earlier, "launches", None) or ())
-            self._offered = True
-        helpers.offer(getattr(runner, "launches", None) or ())
-
-    def _warm_up(self, advance) -> None:
-        """One run on zeros, each operator waited for (so that the progress moves as PoCL
-        compiles each kernel), results dropped. Zeros, not whatever the fresh buffers hold:
-        an index read from garbage (gather, embedding) would run past its tensor. A failure
-        here is left for the real run to report, with the real inputs."""
-        zeros = [np.zeros(spec.shape, spec.dtype) for spec in
-                 (self.graph.specs[op.outputs[0].name] for op in self.graph.input_ops)]
-        queue = self.runtime.queue
-        skipped = self._operators() - len(self.steps)
-
-        helpers = self.runtime.jit_helpers()
-
-        def before_step(runner):  # what a helper has not started is this process's to compile
-            if helpers is not None:
-                helpers.claim(getattr(runner, "launches", None) or ())
-
-        def after_step():
-            queue.finish()
-            advance(1)
-
-        try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a host layer's log(0) on made-up data
-                self.run(zeros, _hooks=(before_step, after_step))
-        except Exception as e:  # noqa: BLE001 - see the docstring
-            logger.debug("the warm-up run stopped (%s: %s); the first run compiles the rest",
-                         type(e).__name__, e)
-        advance(skipped)  # folded and fused operators: nothing to run
 
     def _output_kinds(self, todo) -> dict:
         """{operator: the OutputKind of each output}, as each layer declares them
@@ -495,7 +445,7 @@ class OpenCLExecutor:
                     for event in events.get(name, ()):
                         if event not in wait_for:
                             wait_for.append(event)
-            if _hooks is not None:  # the warm-up: a JIT helper's job taken back (_warm_up)
+            if _hooks is not None:  # the warm-up: a JIT helper's job taken back (warm_up.py)
                 _hooks[0](runner)
             start = time.perf_counter()
             try:
@@ -523,7 +473,7 @@ class OpenCLExecutor:
                 seconds = time.perf_counter() - start
                 outs = [self._host(o.name) for o in op.outputs]
                 observer(op, outs, seconds)
-            if _hooks is not None:  # the warm-up's progress (_warm_up)
+            if _hooks is not None:  # the warm-up's progress (warm_up.py)
                 _hooks[1]()
         self.last_events = events
         if outputs is None:
