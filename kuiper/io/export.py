@@ -9,14 +9,18 @@ command line (kuiper/cli/export.py). What it does, and why:
 
 1. `model.eval()`: dropout off, BatchNorm on its running statistics (an export in training
    mode bakes batch statistics in).
-2. `pnnx.export(model, "<path>.pt", inputs, check_trace=False)`. pnnx traces the module with
-   torch.jit.trace, whose check re-traces it and compares the two graphs: for a module with
-   `nn.MultiheadAttention` (every transformer block) they differ from one call to the next
-   although they compute the same thing, and the check raises `TracingCheckError: Graphs
-   differed across invocations`. Step 4 checks what matters instead: the outputs.
-3. pnnx writes `<path>.pnnx.param`, `.pnnx.bin` and `<name>_pnnx.py` (its PyTorch rebuild of
-   the graph, which `kuiper bench --against torch` runs); the ncnn files and pnnx's own
-   `.pnnx.onnx` it writes too are removed, and so is the traced `.pt` unless `keep_torchscript`.
+2. `torch.jit.trace(model, inputs, check_trace=False)`, saved as `<path>.pt`: what
+   `pnnx.export(..., check_trace=False)` does. The trace check re-traces the module and compares
+   the two graphs: for a module with `nn.MultiheadAttention` (every transformer block) they
+   differ from one call to the next although they compute the same thing, and the check raises
+   `TracingCheckError: Graphs differed across invocations`. Step 4 checks what matters instead:
+   the outputs.
+3. The pnnx program on it, with the inputs' shapes and types, as `pnnx.export` runs it, but
+   without what pnnx.export does next: import the `<name>_pnnx.py` it wrote (its PyTorch rebuild
+   of the graph, which `kuiper bench --against torch` runs), which for some models is not even
+   valid Python (`v_7 = aten::addcmul(...)`), and would fail an export whose `.pnnx.param` is
+   fine. Kept: `<path>.pnnx.param`, `.pnnx.bin` and `<name>_pnnx.py`; the ncnn files and pnnx's
+   own `.pnnx.onnx` are removed, and so is the traced `.pt` unless `keep_torchscript`.
 4. Kuiper loads the model on the CPU and runs it on the example inputs: the outputs must be
    PyTorch's within the test suite's tolerance (kuiper/testing, RTOL), else a KuiperError says
    by how much. An export that cannot be trusted is not handed over.
@@ -26,8 +30,8 @@ Needs PyTorch and pnnx (`pip install torch==2.13.0 pnnx`: torch first, to choose
 
 from __future__ import annotations
 
-import contextlib
 import os
+import subprocess
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.core.errors import ConversionError, KuiperError
+from kuiper.graph.convert import exit_description, log_tail
 from kuiper.testing import RTOL, max_abs_diff, tolerance
 
 INSTALL = "pip install torch==2.13.0 pnnx"
@@ -45,12 +50,12 @@ NOT_KEPT = (".ncnn.param", ".ncnn.bin", "_ncnn.py", ".pnnx.onnx")
 
 def _imports():
     try:
-        import pnnx
+        import pnnx  # noqa: F401 - its program and helpers, in run_pnnx
         import torch
     except ImportError as e:
         raise KuiperError(f"exporting a PyTorch module needs {e.name or 'torch and pnnx'}: "
                           f"`{INSTALL}`") from None
-    return torch, pnnx
+    return torch
 
 
 def as_tuple(example_inputs: Any) -> tuple:
@@ -75,7 +80,7 @@ def export(model: Any, example_inputs: Any, path: str | os.PathLike, *,
     `path` is the model's path without suffix (`out/block`); its folder is made. `moduleop`:
     module types pnnx keeps whole, for a plugin (kuiper/PLUGINS.md); `check=False` skips the
     comparison (a plugin model Kuiper cannot run without its plugin)."""
-    torch, pnnx = _imports()
+    torch = _imports()
     inputs = as_tuple(example_inputs)
     if not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
         raise KuiperError("example_inputs must be a tensor or a tuple of tensors (what the "
@@ -90,19 +95,34 @@ def export(model: Any, example_inputs: Any, path: str | os.PathLike, *,
     traced = base.with_name(base.name + ".pt")
     param = base.with_name(base.name + ".pnnx.param")
     param.unlink(missing_ok=True)  # an older export must not pass for this one
-    with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(None):
+    with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # TracerWarnings: the check below is the one that counts
-        pnnx.export(model, str(traced), inputs, moduleop=list(moduleop) or None,
-                    check_trace=False)
+        torch.jit.trace(model, inputs, check_trace=False).save(str(traced))
+    result = run_pnnx(traced, inputs, moduleop)
     for suffix in NOT_KEPT + (() if keep_torchscript else (".pt",)):
         base.with_name(base.name + suffix).unlink(missing_ok=True)
-    if not param.is_file():
-        raise ConversionError(f"pnnx did not convert the traced module to {param}: run `pnnx "
-                              f"{traced} inputshape=...` by hand (keep_torchscript=True keeps "
-                              "the .pt) to see its log")
+    if result.returncode != 0 or not param.is_file():
+        raise ConversionError(
+            f"pnnx could not convert the traced module to {param} (pnnx "
+            f"{exit_description(result.returncode)}); the end of its log: "
+            f"{log_tail(result.stdout) or 'empty'}")
     if check:
         check_export(param, inputs, expected, rtol)
     return param
+
+
+def run_pnnx(traced: Path, inputs: tuple, moduleop: Sequence[str]):
+    """The pnnx program on the traced module, in its folder, as pnnx.export's convert() runs
+    it (its own helpers write the shapes and types); its log is returned, not printed."""
+    from pnnx import EXEC_PATH
+    from pnnx.utils.utils import generate_inputs_arg, get_shape_from_inputs, get_type_from_inputs
+
+    command = [EXEC_PATH, traced.name, "inputshape=" + generate_inputs_arg(
+        get_shape_from_inputs(list(inputs)), get_type_from_inputs(list(inputs))), "device=cpu"]
+    if moduleop:
+        command.append("moduleop=" + ",".join(moduleop))
+    return subprocess.run(command, cwd=traced.parent, stdin=subprocess.DEVNULL, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, errors="replace")
 
 
 def check_export(param: Path, inputs: tuple, expected: list[np.ndarray], rtol: float) -> None:

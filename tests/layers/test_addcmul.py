@@ -51,3 +51,34 @@ def test_addcmul_shapes_that_do_not_broadcast_are_named(backend, rng):
     x, t1, t2 = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (4,), (2, 3)))
     with pytest.raises(Exception, match="do not broadcast together"):
         run_operator("torch.addcmul", [x, t1, t2], params={"value": 1.0}, backend=backend)
+
+
+class GlobalResponseNorm(torch.nn.Module):
+    """ConvNeXtV2's GRN as timm writes it, channels last: torch.addcmul(bias, weight, x * nx)
+    + x, which pnnx exports as `aten::addcmul` (ResMLP's affine layers are the same call)."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        generator = torch.Generator().manual_seed(3)
+        self.weight = torch.nn.Parameter(torch.randn(channels, generator=generator))
+        self.bias = torch.nn.Parameter(torch.randn(channels, generator=generator))
+
+    def forward(self, x):
+        gx = torch.norm(x, p=2, dim=(1, 2), keepdim=True)
+        nx = gx / (gx.mean(dim=-1, keepdim=True) + 1e-6)
+        return torch.addcmul(self.bias, self.weight, x * nx) + x
+
+
+@pytest.mark.slow
+def test_a_pnnx_export_with_addcmul_runs_on_both_backends(backend, tmp_path):
+    """pnnx writes its PyTorch rebuild of this model with `aten::addcmul(...)` in it (a
+    syntax error there): kuiper.export checks the model against the module instead."""
+    import kuiper
+
+    x = torch.randn(1, 7, 5, 13, generator=torch.Generator().manual_seed(4))
+    module = GlobalResponseNorm(13).eval()
+    path = kuiper.export(module, (x,), tmp_path / "grn")  # checked on the CPU backend
+    assert "aten::addcmul" in path.read_text()  # the type that had no layer
+    with torch.no_grad():
+        expected = module(x).numpy()
+    assert_close(kuiper.load(path, backend=backend)(x.numpy()), expected)
