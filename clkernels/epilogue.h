@@ -16,6 +16,13 @@
 // So ResNet's block end, relu(v + r), is EPI_RESIDUAL=1 and EPI_POST(x)=relu; YOLO's bottleneck,
 // silu(v) + r, is EPI_ACT(x)=silu and EPI_RESIDUAL=1.
 //
+// The numbers in EPI_ACT and EPI_POST (an activation's parameters, a fused scale or shift) are
+// written as EPI_K(0), EPI_K(1) ... when the epilogue adds no residual: they are then read
+// from the `residual` argument, which carries them instead (the executor binds a buffer of
+// them: kuiper/passes/epilogue.py, Epilogue.opencl_constants). Layers whose epilogues differ
+// only in their numbers then share one program: one compile instead of one per layer (PoCL's
+// first launch of a GEMM kernel takes seconds). With a residual, the numbers are literals.
+//
 // A kernel that stores a fusable output takes `__global const float *residual` (NULL when unused)
 // and writes `y[index] = kuiper_epilogue(v, residual, index)`, where v already includes the bias
 // and `index` is the flat position of the value in the output tensor.
@@ -25,6 +32,8 @@
 
 #include "activation.h"
 
+// (expanded inside the functions below, whose `residual` argument holds the numbers)
+#define EPI_K(i) residual[i]
 #ifndef EPI_ACT
 #define EPI_ACT(x) (x)
 #endif

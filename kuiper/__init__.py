@@ -58,6 +58,7 @@ from kuiper.core.tensor_spec import TensorSpec
 from kuiper.core.version import __version__ as __version__
 from kuiper.graph.load import load
 from kuiper.graph.runtime_graph import GraphState, Port, RuntimeGraph
+from kuiper.io.export import export
 
 # What a plugin's author writes layers with (kuiper/PLUGINS.md): the same bases and decorator
 # as Kuiper's own layers.
@@ -65,7 +66,7 @@ from kuiper.layers.base import ElementwiseLayer, Layer
 from kuiper.layers.opencl_base import Launch, OpenCLLayer, round_up
 
 __all__ = [
-    "load", "RuntimeGraph", "GraphState", "Port", "TensorSpec", "register",
+    "load", "export", "RuntimeGraph", "GraphState", "Port", "TensorSpec", "register",
     "Layer", "ElementwiseLayer", "OpenCLLayer", "Launch", "round_up",
     "KuiperError", "ModelFormatError", "OperatorError", "UnsupportedOperatorError", "ShapeError",
     "GraphError", "ExpressionError", "OpenCLUnavailableError", "KernelBuildError", "InputError",

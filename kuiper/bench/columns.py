@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import statistics
 from pathlib import Path
 
@@ -215,8 +216,42 @@ def plain_onnx_path(param_path: str) -> Path:
     return p.with_name(stem + ".onnx")
 
 
+@contextlib.contextmanager
+def silenced():
+    """Nothing written to stdout or stderr gets through, Python's or native code's: the file
+    descriptors 1 and 2 point at a temporary file meanwhile. torch's ONNX exporters print a
+    whole TorchScript graph (35 lines for a transformer block) from C++ when they fail, and
+    progress lines when they work; `kuiper bench` says in one line what happened instead."""
+    import sys
+    import tempfile
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with tempfile.TemporaryFile() as sink, contextlib.redirect_stdout(None):
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+def first_line(error: Exception, limit: int = 200) -> str:
+    """`Type: the first line of the message`, at most `limit` characters."""
+    text = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error) else ''}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str, params=None) -> Path:
-    """No plain .onnx beside the model: export one from pnnx's PyTorch module (needs torch)."""
+    """No plain .onnx beside the model: export one from pnnx's PyTorch module (needs torch).
+
+    The TorchScript exporter first (a second or two); where it cannot (nn.MultiheadAttention's
+    fused kernel has no ONNX form there), PyTorch's default one (dynamo: slower, but it
+    decomposes such operators). A KuiperError of one line when neither can."""
     import warnings
 
     import torch
@@ -225,11 +260,18 @@ def export_onnx(param_path: str, inputs: list[np.ndarray], folder: str, params=N
 
     model = load_torch_reference(param_path, params)
     path = Path(folder) / "model.onnx"
-    with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(None):
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notices
-        torch.onnx.export(model, tuple(torch.from_numpy(x) for x in inputs), str(path),
-                          dynamo=False)
-    return path
+    example = tuple(torch.from_numpy(x) for x in inputs)
+    failures = []
+    for dynamo in (False, True):
+        try:
+            with torch.no_grad(), warnings.catch_warnings(), silenced():
+                warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notices
+                torch.onnx.export(model, example, str(path), dynamo=dynamo)
+            return path
+        except Exception as e:  # noqa: BLE001 - any exporter failure: try the next, then say
+            failures.append(f"{'dynamo' if dynamo else 'TorchScript'} exporter: {first_line(e)}")
+    raise KuiperError("torch.onnx.export could not export pnnx's PyTorch module "
+                      f"({'; '.join(failures)})")
 
 
 def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column:
@@ -275,4 +317,4 @@ def why(error: Exception) -> str:
         return f"{module} is not installed ({hint})"
     if isinstance(error, KuiperError):
         return str(error)
-    return f"it failed: {type(error).__name__}: {error}"
+    return f"it failed: {first_line(error)}"

@@ -48,7 +48,10 @@ def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str
     options = {"device": device} if backend == "opencl" and device else {}
     # (an observed run is unfused whatever the passes: every operator's own output is seen)
     graph = load(path, backend=backend, params=params, passes=passes, **options)
-    graph.forward(*inputs)  # warm-up: compiles kernels, so the recorded times are fair
+    # Warm-up, observed as the recorded run is: an observed run runs every operator unfused,
+    # on OpenCL from kernels of its own (built and compiled on the first such run), so a
+    # warm-up without an observer would leave their one-time compile in the "ms" column.
+    graph.forward(*inputs, observer=lambda *_: None)
     trace = Trace(backend)
 
     def observe(op, outs, seconds):
@@ -161,7 +164,8 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
         records.append(record)
     say = print if not as_json else (lambda *_a, **_k: None)  # --json: the document only
     say(f"{path}: differences against {ref.label} (tolerance {rtol:g} x max(1, |ref|max); "
-        "! = over it)")
+        "! = over it); ms: each operator run on its own, after a warm-up run (one-time "
+        "kernel compiles excluded)")
     if not as_json:
         print_table(rows, right=range(2, len(header)))
 

@@ -7,6 +7,7 @@ import argparse
 from kuiper.core.errors import OpenCLUnavailableError
 from kuiper.core.table import print_table
 from kuiper.io.jsonout import add_json_option, emit
+from kuiper.memory.plan_memory import short_bytes
 
 
 def add_parser(sub) -> None:
@@ -41,10 +42,12 @@ def cmd_devices(args: argparse.Namespace) -> int:
         found.append({"index": index, "name": label.rsplit(" (", 1)[0], "type": kind,
                       "compute_units": dev.max_compute_units,
                       "memory_bytes": dev.global_mem_size, "default": bool(mark)})
+    caches = kernel_caches()
     if args.json:
         emit({"devices": found, "default": next((d["index"] for d in found if d["default"]),
                                                 None),
-              "no_default_reason": None if default is not None else why})
+              "no_default_reason": None if default is not None else why,
+              "kernel_caches": caches})
         return 0
     print_table(table)
     if default is None:
@@ -52,4 +55,19 @@ def cmd_devices(args: argparse.Namespace) -> int:
     else:
         print("\n* = the device Kuiper uses by default; choose another with --device P:D, "
               "--device NAME or the PYOPENCL_CTX environment variable")
+    print("\ncompiled kernels are kept in (delete any of them to start cold):")
+    print_table([("cache", "folder", "files", "size")]
+                + [(c["what"], c["path"], str(c["files"]), short_bytes(c["bytes"]))
+                   for c in caches])
     return 0
+
+
+def kernel_caches() -> list[dict]:
+    """Each kernel cache folder (kuiper/opencl/device/binary_cache.py) with what it holds."""
+    from kuiper.opencl.device.binary_cache import cache_folders, usage
+
+    rows = []
+    for what, path in cache_folders():
+        files, size = usage(path)
+        rows.append({"what": what, "path": str(path), "files": files, "bytes": size})
+    return rows

@@ -9,6 +9,8 @@
     kuiper compare MODEL            every operator's output on each backend against PyTorch
     kuiper tune MODEL               time the OpenCL kernel candidates, keep the fastest (cache)
     kuiper convert MODEL.onnx       an ONNX or TorchScript file to PNNX, with pnnx
+    kuiper export FILE.py:NAME      a PyTorch module of yours to a Kuiper model, checked
+    kuiper batch MODEL FOLDER       a folder of inputs through a model, with progress (or Ray)
     kuiper course check N           the course's exercises (course_notes/)
     kuiper fuzz --cases 2000        mutated models in a sandbox: every bad file must be refused
 
@@ -43,19 +45,21 @@ from kuiper.core.version import __version__
 
 # The commands, in the order `kuiper -h` lists them: kuiper/cli/<name>.py each.
 COMMANDS = ("info", "run", "ops", "devices", "demo", "bench", "compare", "tune", "convert",
-            "course", "fuzz")
+            "export", "batch", "course", "fuzz")
 
 
 def command_modules() -> list:
     """The modules of COMMANDS, imported when the parser is built (so that `kuiper --version`
     does not pay for them)."""
     from kuiper.cli import (
+        batch,
         bench,
         compare,
         convert,
         course,
         demo,
         devices,
+        export,
         fuzz,
         info,
         ops,
@@ -65,7 +69,7 @@ def command_modules() -> list:
 
     modules = {"info": info, "run": run, "ops": ops, "devices": devices, "demo": demo,
                "bench": bench, "compare": compare, "tune": tune, "convert": convert,
-               "course": course, "fuzz": fuzz}
+               "export": export, "batch": batch, "course": course, "fuzz": fuzz}
     return [modules[name] for name in COMMANDS]
 
 

@@ -12,8 +12,11 @@ The task decides what happens around the network (kuiper/io/preprocess.py, postp
               postprocess.detect and draws the boxes on the original image (--output x.png)
     raw       squash, [0, 1] only; prints the output statistics
 
-Without --task it is guessed from the output's shape, and the guess is printed. Everything the
-run chooses (task, resize, normalisation, batch) is printed, so a wrong choice shows.
+Without --task it is guessed from the output's shape, and the guess is printed; a guessed
+detector must also have the values of one (scores in [0, 1], postprocess.yolo_rows_problem),
+else its output is printed as raw statistics and the run asks for --task. An output shaped like
+no known task asks for --task too (images need it: it decides their preprocessing). Everything
+the run chooses (task, resize, normalisation, batch) is printed, so a wrong choice shows.
 """
 
 from __future__ import annotations
@@ -96,15 +99,19 @@ def check_output_path(path: str, task: str | None) -> None:
     require_writable(path, "--output", "output.npy")
 
 
-def guess_task(outputs) -> tuple[str, str]:
-    """(task, why) from the model's outputs: N x C logits, or YOLO rows N x B x (5 + C)."""
+ASK_FOR_TASK = "pass --task classify, --task detect or --task raw to say what the model does"
+
+
+def guess_task(outputs) -> tuple[str | None, str]:
+    """(task, why) from the model's outputs: N x C logits, or YOLO rows N x B x (5 + C) (whose
+    values the run checks too); None when the shape fits no task."""
     first = outputs[0]
     dims = "x".join("?" if d is None else str(d) for d in first.shape)
     if len(outputs) == 1 and len(first.shape) == 2 and (first.shape[1] or 0) > 1:
         return "classify", f"the output {dims} looks like class scores"
     if len(first.shape) == 3 and (first.shape[2] or 0) >= 6:
         return "detect", f"the output {dims} looks like YOLO rows (boxes x (5 + classes))"
-    return "raw", f"the output {dims} is neither class scores nor YOLO rows"
+    return None, f"the output {dims} looks like neither class scores nor YOLO rows"
 
 
 # --- inputs ---------------------------------------------------------------------------------
@@ -168,10 +175,17 @@ def run_command(args: argparse.Namespace) -> int:
         raise KuiperError(f"the model has {len(graph.outputs)} outputs: save them with "
                           "--output FILE.npz")
 
-    task = args.task
-    if task is None:
+    task, guessed = args.task, args.task is None
+    if guessed:
         task, why = guess_task(graph.outputs)
-        print(f"task: {task} ({why}; set --task to change)")
+        if task is None and args.input and any(is_image_arg(p) for p in args.input):
+            raise KuiperError(f"kuiper run cannot tell what this model does: {why}, and images "
+                              f"are preprocessed for the task: {ASK_FOR_TASK}")
+        if task is None:
+            task = "raw"
+            print(f"task: unknown ({why}): printing the output as it is; {ASK_FOR_TASK}")
+        else:
+            print(f"task: {task} ({why}; set --task to change)")
     if args.output and args.output.lower().endswith(DRAW_SUFFIXES) and task != "detect":
         raise KuiperError(f"--output {args.output}: an image is written only for --task "
                           f"detect, and this run is {task}; use .npy or .npz")
@@ -196,12 +210,28 @@ def run_command(args: argparse.Namespace) -> int:
         print_top_k(outputs[0], labels, [Path(p.path).name for p in placements])
     detections = None
     if task == "detect":
-        detections = report_detections(outputs[0], placements, labels, args.conf, args.iou)
+        from kuiper.io.postprocess import yolo_rows_problem
+
+        problem = yolo_rows_problem(outputs[0])
+        if problem is not None and not guessed:
+            raise KuiperError(f"--task detect expects YOLO-style rows N x boxes x (5 + "
+                              f"classes), but {problem}: this model does not output detections "
+                              "(a detector exported without its final sigmoid gives logits: "
+                              "export it with the sigmoid)")
+        if problem is not None:  # the shape fooled the guess: say so, decode nothing
+            print(f"not decoded as detections: the output has the shape of YOLO rows, but "
+                  f"{problem}; {ASK_FOR_TASK}")
+            task = "raw"
+        else:
+            detections = report_detections(outputs[0], placements, labels, args.conf, args.iou)
     print(f"{args.backend}: {seconds * 1e3:.2f} ms (first run, includes one-time work)")
 
     if args.trace:
         write_run_trace(args.trace, graph, inputs)
     if args.output:
+        if args.output.lower().endswith(DRAW_SUFFIXES) and detections is None:
+            raise KuiperError(f"--output {args.output}: no detections to draw (the output is "
+                              "not a detector's); save it as .npy or .npz")
         if args.output.lower().endswith(DRAW_SUFFIXES):
             for path in draw_all(args.output, placements, detections, labels):
                 print(f"saved {path}")

@@ -4,6 +4,7 @@
     <cache>/tuning.json        kernel timings, `kuiper tune`  kuiper/opencl/device/tuning_cache.py
     <cache>/vector_width.json  16-wide vectors on PoCL?       kuiper/opencl/device/vector_width.py
     <cache>/ocr/               the OCR capstone's models      kuiper/ocr/app.py
+    <cache>/kernels/           compiled OpenCL programs       kuiper/opencl/device/binary_cache.py
 
 The folder is `$KUIPER_CACHE_DIR`, else `$XDG_CACHE_HOME/kuiper`, else `~/.cache/kuiper`
 (`%LOCALAPPDATA%\\kuiper` on Windows). Delete it whenever you like: everything in it is made

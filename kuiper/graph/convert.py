@@ -8,9 +8,20 @@ once and loads what it wrote:
 
     source file --pnnx--> <cache>/<stem>-<key>/<stem>.pnnx.param + .pnnx.bin (+ pnnx.log)
 
-The cache entry is keyed by the file's contents (SHA-256), the input shapes and the pnnx
-version, so a second load of the same file reuses it, and an edited file or a new pnnx converts
-again. The cache folder is kuiper/core/cache.py's (`$KUIPER_CACHE_DIR`, else
+The cache entry is keyed by the file's contents (SHA-256), those of its external data files,
+the input shapes and the pnnx version, so a second load of the same file reuses it, and an
+edited file or a new pnnx converts again.
+
+An ONNX file may keep its weights in other files ("external data"): PyTorch's default exporter
+(`torch.onnx.export(m, (x,), "m.onnx")`, the dynamo one) writes `m.onnx` and `m.onnx.data` even
+for a small model, and a model over 2 GB always has them. ONNX names each such file by a path
+relative to the `.onnx` (`external_data` lists them), and pnnx needs them in its work folder:
+without them its onnxruntime crashes. pnnx's own reader then looks for the weights in ONE
+file, `<name>.onnx.data`, whatever the model says (elsewhere it writes garbage weights and
+exits 0): PyTorch's layout is linked as it is, any other is rewritten in that layout with the
+`onnx` package (`stage_source`).
+
+The cache folder is kuiper/core/cache.py's (`$KUIPER_CACHE_DIR`, else
 `$XDG_CACHE_HOME/kuiper`, else `~/.cache/kuiper`). Delete it whenever you like.
 
 The cache is never trusted over the source. An entry is used only if it is a real folder
@@ -37,12 +48,14 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kuiper.core.cache import cache_dir, read_cache_file
 from kuiper.core.errors import ConversionError
@@ -138,7 +151,8 @@ def converted(source: str | os.PathLike, input_shapes: Sequence[Sequence[int]] |
     except (TypeError, ValueError):
         raise ConversionError(f"input_shapes must be a list of shapes such as [(1, 3, 224, "
                               f"224)], got {input_shapes!r}") from None
-    entry = cache_entry(source, shapes)
+    external = external_data(source)
+    entry = cache_entry(source, shapes, external)
     param = entry / f"{source.stem}.pnnx.param"
     if show_log is None:
         show_log = os.environ.get("KUIPER_PNNX_LOG", "") not in ("", "0")
@@ -153,7 +167,7 @@ def converted(source: str | os.PathLike, input_shapes: Sequence[Sequence[int]] |
               else f" (Kuiper is tested with pnnx {TESTED_PNNX_VERSION})")
     print(f"kuiper: converting {source.name} with pnnx {version}{tested} ...", file=sys.stderr,
           flush=True)
-    run_pnnx(program, source, shapes, entry, show_log)
+    run_pnnx(program, source, shapes, entry, show_log, external)
     return param, False
 
 
@@ -212,23 +226,143 @@ def remove_entry(entry: Path) -> None:
                               "another folder") from None
 
 
-def cache_entry(source: Path, shapes: list[tuple[int, ...]] | None) -> Path:
-    digest = hashlib.sha256()
+def _onnx_model(source: Path):
+    """The ONNX graph of `source` without its weights (onnx.load with load_external_data=False),
+    or None when the `onnx` package is not installed or cannot parse the file."""
+    if source.suffix.lower() not in ONNX_SUFFIXES or importlib.util.find_spec("onnx") is None:
+        return None
+    import onnx
+
     try:
-        with open(source, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as e:
-        raise ConversionError(f"{source}: cannot be read ({e.strerror or e})") from None
+        return onnx.load(str(source), load_external_data=False)
+    except Exception:  # noqa: BLE001 - not parsable: pnnx will say what is wrong with it
+        return None
+
+
+def _tensors(graph):
+    """Every TensorProto of an ONNX graph (or function): initializers, and the tensors of node
+    attributes (Constant's value), subgraphs (If, Loop) included."""
+    yield from getattr(graph, "initializer", ())
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            if attribute.HasField("g"):
+                yield from _tensors(attribute.g)
+            for subgraph in attribute.graphs:
+                yield from _tensors(subgraph)
+
+
+def external_data(source: Path) -> list[str]:
+    """The external data files of an ONNX file, as the paths (relative to its folder) it names.
+
+    Read with the `onnx` package (which PyTorch's exporter needs, so it is there when such a
+    file was just written); without it, or for a file it cannot parse, the files PyTorch
+    writes are looked for by name: `<name>.data` and `<name>_data` beside `<name>`. A path that
+    leaves the model's folder, or a file that is missing, is a ConversionError naming it: pnnx
+    would crash on it without saying why.
+    """
+    if source.suffix.lower() not in ONNX_SUFFIXES:
+        return []
+    model = _onnx_model(source)
+    if model is None:
+        return sorted(p.name for p in source.parent.glob(f"{source.name}*")
+                      if p.name in (f"{source.name}.data", f"{source.name}_data") and p.is_file())
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    tensors = [t for g in [model.graph, *model.functions] for t in _tensors(g)]
+    locations = sorted({ExternalDataInfo(t).location for t in tensors if uses_external_data(t)})
+    folder = source.parent.resolve()
+    for location in locations:
+        relative = PurePosixPath(location.replace("\\", "/"))
+        path = (folder / relative).resolve()
+        if relative.is_absolute() or folder not in path.parents:
+            raise ConversionError(f"{source}: its external data file '{location}' is not inside "
+                                  f"the model's folder {folder}: ONNX names external data by "
+                                  "a path relative to the .onnx file")
+        if not path.is_file():
+            raise ConversionError(
+                f"{source}: the model keeps its weights in external data, and its file "
+                f"'{location}' is not in {folder}. Keep every file PyTorch wrote together "
+                f"({source.name} and {', '.join(locations)}): copy or move them as one")
+    return locations
+
+
+def cache_entry(source: Path, shapes: list[tuple[int, ...]] | None,
+                external: Sequence[str] = ()) -> Path:
+    """The cache folder of `source` converted at `shapes`: keyed by its contents and those of
+    its external data files (their names too), the shapes and the pnnx version."""
+    digest = hashlib.sha256()
+    for path, name in [(source, "")] + [(source.parent / e, e) for e in external]:
+        digest.update(f"|{name}|".encode())
+        try:
+            with open(path, "rb") as f:
+                for block in iter(lambda f=f: f.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as e:
+            raise ConversionError(f"{path}: cannot be read ({e.strerror or e})") from None
     digest.update(f"|{source.suffix.lower()}|{shapes}|pnnx {pnnx_version()}".encode())
     return cache_dir() / f"{source.stem}-{digest.hexdigest()[:16]}"
 
 
-def run_pnnx(program: Path, source: Path, shapes, entry: Path, show_log: bool) -> None:
+def _link(target: Path, link: Path) -> None:
+    """`link`: a hard link to `target`, else a copy (another file system), its folders made.
+
+    Not a symbolic link: onnxruntime (inside pnnx) resolves one, finds the external data
+    outside the work folder, and refuses it ("External data path escapes model directory")."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(target.resolve(), link)
+    except OSError:
+        shutil.copyfile(target, link)
+
+
+def stage_source(source: Path, external: Sequence[str], work: Path) -> Path:
+    """Put `source` into pnnx's work folder as pnnx can read it, and return its path there.
+
+    A TorchScript file, an ONNX file without external data, and PyTorch's layout (one file,
+    `<name>.onnx.data`) are linked (`_link`). Any other external data (several files, or
+    another name) is rewritten with the `onnx` package into `<name>.onnx.data`, the one file
+    pnnx's reader looks for (module docstring)."""
+    staged = work / source.name
+    pnnx_data = f"{source.name}.data"
+    if not external or list(external) == [pnnx_data]:
+        _link(source, staged)
+        for location in external:
+            _link(source.parent / location, work / location)
+        return staged
+    if importlib.util.find_spec("onnx") is None:
+        raise ConversionError(
+            f"{source}: its weights are in {', '.join(external)}, and pnnx reads them only "
+            f"from one file named {pnnx_data}: install the onnx package (`pip install onnx`) "
+            "so that Kuiper can rewrite them that way, or save the model with "
+            f"onnx.save_model(model, path, save_as_external_data=True, location='{pnnx_data}')")
+    import onnx
+
+    print(f"kuiper: gathering the external data of {source.name} into one file for pnnx ...",
+          file=sys.stderr, flush=True)
+    model = onnx.load(str(source))  # the weights too, from every file
+    onnx.save_model(model, str(staged), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=pnnx_data)
+    return staged
+
+
+def silent_failure(log: str) -> str | None:
+    """A 'FATAL ERROR' line pnnx printed about external data before exiting with status 0
+    (its reader found no weights where it looked, and used whatever memory held), or None."""
+    for line in _ANSI.sub("", log).splitlines():
+        if line.startswith("FATAL ERROR") and "external data" in line:
+            return line.strip()
+    return None
+
+
+def run_pnnx(program: Path, source: Path, shapes, entry: Path, show_log: bool,
+             external: Sequence[str] = ()) -> None:
     """Run pnnx in a fresh folder beside `entry`, then move the folder into place.
 
-    pnnx writes next to the path it is given, so it gets a link to the source inside the
-    folder (a copy where links are not allowed): the user's own folder stays untouched.
+    pnnx writes next to the path it is given, so it gets the source inside the folder
+    (`stage_source`): the user's own folder stays untouched.
     A failed conversion still becomes the entry, without its COMPLETE mark, so that its log
     stays where the error message says.
     """
@@ -240,11 +374,11 @@ def run_pnnx(program: Path, source: Path, shapes, entry: Path, show_log: bool) -
         raise ConversionError(f"cannot create the conversion folder {work} "
                               f"({e.strerror or e}): set KUIPER_CACHE_DIR to a writable "
                               "folder") from None
-    link = work / source.name
     try:
-        link.symlink_to(source.resolve())
-    except OSError:
-        shutil.copyfile(source, link)
+        link = stage_source(source, external, work)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     command = [str(program), link.name]
     if shapes:
         command.append(f"inputshape={shape_argument(shapes)}")
@@ -264,11 +398,16 @@ def run_pnnx(program: Path, source: Path, shapes, entry: Path, show_log: bool) -
     param = work / f"{source.stem}.pnnx.param"
     problem = None
     if result.returncode != 0 or not param.is_file():
-        problem = failure_hint(source, shapes, result.returncode)
+        problem = failure_hint(source, shapes, result.returncode, result.stdout)
+    elif (fatal := silent_failure(result.stdout)) is not None:
+        problem = (f"{source}: pnnx said '{fatal}' and went on, writing a model whose "
+                   "weights cannot be trusted; Kuiper does not load it")
     else:
         problem = format_problem(param)
     for path in work.iterdir():  # keep what Kuiper reads, the log, and nothing else
-        if path.name != LOG_NAME and not path.name.endswith(KEPT):
+        if path.is_dir() and not path.is_symlink():  # an external data file's folder
+            shutil.rmtree(path)
+        elif path.name != LOG_NAME and not path.name.endswith(KEPT):
             path.unlink()
     if problem is None:
         if entry_ready(entry, source.stem):  # another process converted it meanwhile
@@ -286,19 +425,74 @@ def run_pnnx(program: Path, source: Path, shapes, entry: Path, show_log: bool) -
         raise ConversionError(f"{problem} (pnnx's log: {entry / LOG_NAME})")
 
 
-def failure_hint(source: Path, shapes, returncode: int) -> str:
-    what = (f"{source}: not a PNNX model, and pnnx could not convert it (exit status "
-            f"{returncode})")
+# pnnx's log colours onnxruntime's warnings; the message quotes the log without the codes
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# What a failure message quotes from the end of pnnx's log: its last words are the cause
+# (onnxruntime's "External data path does not exist", a missing operator, a bad proto)
+LOG_TAIL_LINES = 3
+
+
+def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> str:
+    """The last `lines` non-empty lines of pnnx's log, without colour codes, joined by ' | '."""
+    kept = [line.strip() for line in _ANSI.sub("", log).splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])
+
+
+def exit_description(returncode: int) -> str:
+    """'exit status 255', or 'crashed with SIGSEGV' for a process killed by a signal."""
+    if returncode < 0:
+        try:
+            return f"crashed with {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def dynamic_inputs(source: Path) -> list[str] | None:
+    """The inputs of an ONNX file whose shape has a symbolic or unknown size (pnnx then needs
+    input shapes), [] when every size is fixed, None when it cannot tell (no `onnx` package,
+    or not an ONNX file)."""
+    model = _onnx_model(source)
+    if model is None:
+        return None
+    initializers = {t.name for t in model.graph.initializer}
+    dynamic = []
+    for value in model.graph.input:
+        if value.name in initializers:  # old exporters list weights as inputs too
+            continue
+        dims = value.type.tensor_type.shape.dim
+        if not value.type.tensor_type.HasField("shape") or any(
+                not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
+            dynamic.append(value.name)
+    return dynamic
+
+
+SHAPES_HINT = ("pass input_shapes=[(1, 3, 224, 224)] (on the command line, --input-shape "
+               "1x3x224x224)")
+
+
+def failure_hint(source: Path, shapes, returncode: int, log: str = "") -> str:
+    """Why pnnx failed, as far as Kuiper can tell: its exit status, the last lines of its log
+    (where pnnx and onnxruntime say what went wrong), and the fix that fits this file: a
+    TorchScript file saved the wrong way, or an ONNX file with dynamic sizes and no shapes."""
+    what = (f"{source}: not a PNNX model, and pnnx could not convert it (pnnx "
+            f"{exit_description(returncode)})")
+    tail = log_tail(log)
+    if tail:
+        what += f"; the end of its log: {tail}"
     if source.suffix.lower() in TORCHSCRIPT_SUFFIXES:
         what += (". A .pt/.pth file must be TorchScript, saved with "
                  "torch.jit.trace(model, example).save(path), not a state_dict or a pickled "
                  "module from torch.save")
         if not shapes:
-            what += (", and pnnx may need its input shapes: pass input_shapes=[(1, 3, 224, 224)] "
-                 "(on the command line, --input-shape 1x3x224x224)")
+            what += f", and pnnx may need its input shapes: {SHAPES_HINT}"
     elif not shapes:
-        what += (". If the model has dynamic input sizes, pass input_shapes=[(1, 3, 224, 224)] "
-                 "(on the command line, --input-shape 1x3x224x224)")
+        dynamic = dynamic_inputs(source)
+        if dynamic:
+            what += (f". Input(s) {', '.join(dynamic)} have dynamic sizes, which pnnx must be "
+                     f"given: {SHAPES_HINT}")
+        elif dynamic is None:
+            what += f". If the model has dynamic input sizes, {SHAPES_HINT}"
     return what
 
 

@@ -45,6 +45,7 @@ from kuiper.core.errors import (
     UnsupportedOperatorError,
 )
 from kuiper.core.ir import Observer, RuntimeOperand, RuntimeOperator, operator_failure
+from kuiper.core.log import warn
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.graph import arguments, named_io, pipeline, topo
 from kuiper.graph.backends import executor_class
@@ -145,6 +146,7 @@ class RuntimeGraph:
         self.plan: Plan | None = None  # what the passes decided, made by build()
         self._plans: dict[tuple[str, ...], Plan] = {}  # other pass sets, lazily
         self._lock = threading.RLock()  # forward/build from several threads: one at a time
+        self._cast_warned: set[str] = set()  # inputs already warned about (_check_inputs)
         self._built_shapes: list[tuple[int, ...]] | None = None  # input shapes of the last build
         kuiper_plugins.load_all(arguments.plugins(plugins))
         self.state = GraphState.NEED_INIT
@@ -364,6 +366,9 @@ class RuntimeGraph:
         for op, spec in zip(self.input_ops, input_specs):
             specs[op.outputs[0].name] = spec
         resized = [s.shape for s in input_specs] != [op.outputs[0].shape for op in self.input_ops]
+        # At the exported size, each operand's shape is also written in the file: the first
+        # place where Kuiper's inference and pnnx's annotation part (`_contradiction`)
+        contradiction = ""
         for op in self.order:
             if op.layer is None:
                 continue
@@ -375,10 +380,16 @@ class RuntimeGraph:
                 if resized:
                     raise ShapeError(op.name, op.type, f"{e.message} -- "
                                      f"{self._resize_hint(input_specs)}") from None
+                if contradiction:
+                    raise ShapeError(op.name, op.type, f"{e.message} -- {contradiction}"
+                                     ) from None
                 raise
             except MALFORMED as e:  # a layer tripped over a damaged file: say whose operator
+                hint = _pnnx_hint(op) + (f" -- {contradiction}" if contradiction else "")
                 raise operator_failure(op, "inferring shapes", e, specs, self.param_path,
-                                       _pnnx_hint(op)) from e
+                                       hint) from e
+            if not resized and not contradiction:
+                contradiction = _contradiction(op, outs)
             if len(outs) < len(op.outputs):
                 raise op.error(f"layer {type(op.layer).__name__} produced {len(outs)} "
                                f"output spec(s) for {len(op.outputs)} output operand(s)")
@@ -546,6 +557,7 @@ class RuntimeGraph:
                     continue
                 x = x.get()   # the cpu backend computes on the host: one download
             arrays.append(arguments.input_array(port, x, self.limits))
+            self._warn_integer_cast(port, x)
         return arrays
 
     def _check_device_input(self, port: Port, x: Any) -> Any:
@@ -568,6 +580,23 @@ class RuntimeGraph:
                              "runtime (graph.executor.runtime.queue), or load both models with "
                              "the same `runtime=`")
         return x
+
+    def _warn_integer_cast(self, port: Port, x: Any) -> None:
+        """Integers fed to a float input are cast as they are: a raw 0..255 uint8 image then
+        gives a confident answer to a question the model was never trained on. Say so, once
+        per input of this graph (a KuiperWarning at the caller's line); casting the array
+        yourself says you meant it. (`x` as given: arguments.input_array has checked it.)"""
+        if port.dtype.kind != "f" or port.name in self._cast_warned:
+            return
+        a = x if isinstance(x, np.ndarray) else np.asarray(x)
+        if a.dtype.kind not in "biu":
+            return
+        self._cast_warned.add(port.name)
+        values = f" (values {a.min()}..{a.max()})" if a.size else ""
+        warn(f"input '{port.name}' of {os.path.basename(self.param_path)} is {port.dtype.name} "
+             f"and got {a.dtype.name}{values}, cast to {port.dtype.name} unscaled: if these are "
+             "pixels, scale them (x / 255) and normalise them as the model was trained first; "
+             f"cast the array yourself (x.astype(np.{port.dtype.name})) to silence this")
 
     # --- introspection --------------------------------------------------------------------------
     @property
@@ -625,3 +654,24 @@ def bin_beside(param_path: str) -> str:
     if param_path.endswith(".param"):
         return param_path[: -len(".param")] + ".bin"
     return param_path + ".bin"
+
+
+def _contradiction(op: RuntimeOperator, outs: Sequence[TensorSpec]) -> str:
+    """'' when `op`'s inferred output shapes are those the file annotates (at the exported input
+    size), else a sentence saying where they part: an error further down then names the first
+    operator whose shape differs, the operator type as pnnx wrote it. The file contradicting
+    itself there is a converter bug (MobileViTv2's patch folding, written by pnnx as an
+    nn.PixelShuffle whose annotated output no pixel shuffle of its input gives), not the
+    failing operator's."""
+    for operand, spec in zip(op.outputs, outs):
+        annotated = operand.shape
+        if (annotated is None or any(d is None or d < 0 for d in annotated) or spec.dynamic
+                or tuple(annotated) == tuple(spec.shape)):
+            continue
+        shown = "x".join(map(str, spec.shape)) or "a scalar"
+        return (f"upstream, operator '{op.name}' ({op.type}, line {op.line}) gives "
+                f"{shown} for '{operand.name}' where the file annotates "
+                f"{'x'.join(map(str, annotated)) or 'a scalar'}: the file's own shape "
+                f"annotations disagree with what a {op.type} computes, which points at the "
+                "converter (pnnx) that wrote it rather than at this operator")
+    return ""

@@ -105,14 +105,18 @@ def load_input(path: str | os.PathLike, port: Port, prep=None) -> np.ndarray:
     if not isinstance(array, np.ndarray):  # an .npz archive renamed to .npy
         raise InputError(f"{path}: holds several arrays (an .npz archive); save the input "
                          "alone with np.save")
-    warn_if_unscaled(path, array, port)
+    if warn_if_unscaled(path, array, port):  # said here, with the file's name: cast now, so
+        return array.astype(port.dtype)       # that the graph does not say it again
     return array
 
 
-def warn_if_unscaled(path, array: np.ndarray, port: Port) -> None:
+def warn_if_unscaled(path, array: np.ndarray, port: Port) -> bool:
     """uint8 data for a float input is almost always raw pixels 0..255, while models expect the
-    scaled values they were trained on; Kuiper feeds it as it is (it cannot know the scale)."""
+    scaled values they were trained on; Kuiper feeds it as it is (it cannot know the scale).
+    True when it warned."""
     if array.dtype == np.uint8 and np.issubdtype(port.dtype, np.floating):
         log.warning("%s holds uint8 values (0..255) and input '%s' is %s: they are fed "
                     "unscaled; divide by 255 (and normalise) first if the model expects "
                     "[0, 1]", path, port.name, port.dtype.name)
+        return True
+    return False

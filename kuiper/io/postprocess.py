@@ -96,6 +96,32 @@ def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float = 0.45) -> n
     return np.asarray(keep, dtype=np.int64)
 
 
+def yolo_rows_problem(pred: np.ndarray) -> str | None:
+    """None when `pred` can be YOLO-style rows (N, B, 5 + classes) of a detector, else what is
+    wrong with it. The shape alone is not enough: a transformer's (1, 8, 32) hidden states have
+    it too. A detector's columns 4 on (objectness, class scores) are probabilities, in [0, 1],
+    and its boxes have a width and height of 0 or more; anything else decoded as detections
+    gives "scores" above 1 and negative boxes."""
+    pred = np.asarray(pred)
+    dims = "x".join(map(str, pred.shape))
+    if pred.ndim != 3 or pred.shape[2] < 6:
+        return f"the output {dims} is not rows of N x boxes x (5 + classes)"
+    if not np.issubdtype(pred.dtype, np.floating) or pred.size == 0:
+        return f"the output {dims} holds {pred.dtype} values, not scores"
+    scores, sizes = pred[..., 4:], pred[..., 2:4]
+    tolerance = 1e-5  # a sigmoid computed in float32 may land a hair outside [0, 1]
+    if not np.isfinite(pred).all():
+        return f"the output {dims} holds NaN or infinite values"
+    low, high = float(scores.min()), float(scores.max())
+    if low < -tolerance or high > 1 + tolerance:
+        return (f"its columns 4 on must be objectness and class scores in [0, 1], and they "
+                f"range from {low:.4g} to {high:.4g}")
+    if float(sizes.min()) < -tolerance:
+        return (f"its columns 2 and 3 must be box widths and heights (0 or more), and they go "
+                f"down to {float(sizes.min()):.4g}")
+    return None
+
+
 def detect(pred: np.ndarray, conf_threshold: float = 0.25, iou_threshold: float = 0.45,
            max_detections: int = 300) -> list[np.ndarray]:
     """Detections of each image of a YOLO-style output (N, B, 5 + classes).

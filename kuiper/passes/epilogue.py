@@ -11,8 +11,15 @@ carries the decision out:
 - OpenCL (`Epilogue.opencl_options`): build options for clkernels/epilogue.h, which the
   producer's kernel calls in its store, or which clkernels/epilogue.cl applies in one extra
   pass when the producer's kernels do not (kuiper/opencl/execution/epilogue_step.py); an activation
-  is the expression of its OpenCL twin (layers/opencl/activation.py) with the parameters
-  written in as literals, an elementwise expression its arithmetic (`expression_c`).
+  is the expression of its OpenCL twin (layers/opencl/activation.py), an elementwise
+  expression its arithmetic (`expression_c`). Their numbers (an activation's parameters, a
+  scale, a shift) are not written into the options when the epilogue adds no residual and
+  the executor binds them (`numbers_as_data`): they are read as `EPI_K(i)` from the buffer
+  bound where the residual would be (`opencl_constants`), so that layers that differ only in
+  their numbers share one program.
+  PP-OCRv5's detector fuses a different `c1 * hardswish(a * x + b) + c2` into each of its 30
+  convolutions: with the numbers as literals that was 30 programs to compile (4 s each for
+  PoCL's first launch of a GEMM kernel), with them as data it is a handful.
 
 The absorbed operators never run; their outputs are the producer's (fused) output.
 """
@@ -22,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -53,11 +60,13 @@ class Step:
         else:
             y[...] = layer.forward([y if c is None else c for c in self.constants])[0]
 
-    def opencl(self) -> str:
-        """This operator as one OpenCL C expression of `x` (no whitespace: a build option)."""
+    def opencl(self, literal: Callable[[float], str] | None = None) -> str:
+        """This operator as one OpenCL C expression of `x` (no whitespace: a build option);
+        `literal` writes each of its numbers (default: as an exact float literal)."""
+        literal = literal or _literal
         if self.is_activation:
-            return opencl_expression(self.operator.layer)
-        return expression_c(self.operator.layer.tree, self.constants)
+            return opencl_expression(self.operator.layer, literal)
+        return expression_c(self.operator.layer.tree, self.constants, literal)
 
     def describe(self, value: str) -> str:
         """`nn.ReLU(y)`, `mul(y,2)`: this operator applied to the text `value`."""
@@ -81,6 +90,10 @@ class Epilogue:
     residual: str | None = None
     after: tuple[Step, ...] = ()
     absorbed: tuple[str, ...] = ()
+    # OpenCL: the numbers are read as EPI_K(i) from the buffer bound as `residual`, which the
+    # executor then binds (kuiper/opencl/execution/epilogue_step.py, epilogue_operand, makes
+    # this copy with the buffer); anyone else binding the epilogue gets literals
+    numbers_as_data: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.before or self.after or self.residual is not None)
@@ -152,21 +165,40 @@ class Epilogue:
     # --- OpenCL ---------------------------------------------------------------------------------
     def opencl_options(self) -> list[str]:
         """Build options for clkernels/epilogue.h (none: the plain store)."""
+        return self._opencl()[0]
+
+    def opencl_constants(self) -> list[float] | None:
+        """The numbers of the epilogue as its options would read them with numbers_as_data,
+        EPI_K(0), EPI_K(1) ..., in order: what the executor binds in place of the residual
+        (float32); None when there are none, or it adds a residual (which needs the argument)."""
+        if self.residual is not None:
+            return None
+        _options, constants = replace(self, numbers_as_data=True)._opencl()
+        return constants or None
+
+    def _opencl(self) -> tuple[list[str], list[float]]:
+        constants: list[float] = []
+
+        def slot(value: float) -> str:  # a number read from the constants buffer
+            constants.append(float(np.float32(value)))
+            return f"EPI_K({len(constants) - 1})"
+
+        literal = slot if self.numbers_as_data and self.residual is None else _literal
         options = []
         if self.before:
-            options.append(f"-DEPI_ACT(x)=({_nested(self.before)})")
+            options.append(f"-DEPI_ACT(x)=({_nested(self.before, literal)})")
         if self.residual is not None:
             options.append("-DEPI_RESIDUAL=1")
         if self.after:
-            options.append(f"-DEPI_POST(x)=({_nested(self.after)})")
-        return options
+            options.append(f"-DEPI_POST(x)=({_nested(self.after, literal)})")
+        return options, constants
 
 
-def _nested(steps: tuple[Step, ...]) -> str:
+def _nested(steps: tuple[Step, ...], literal: Callable[[float], str]) -> str:
     """The steps as one expression of x, the first innermost: `relu(x*2.0f)`."""
     text = "x"
     for step in steps:
-        text = re.sub(r"\bx\b", f"({text})", step.opencl())
+        text = re.sub(r"\bx\b", f"({text})", step.opencl(literal))
     return text
 
 
@@ -174,22 +206,24 @@ def _nested(steps: tuple[Step, ...]) -> str:
 _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
-def expression_c(node: Any, constants: tuple) -> str:
+def expression_c(node: Any, constants: tuple,
+                 literal: Callable[[float], str] | None = None) -> str:
     """A pnnx.Expression tree as an OpenCL C expression of `x` (the input where `constants`
     has None), or ValueError for what an epilogue does not take (other functions, integer or
-    complex values, tensors)."""
+    complex values, tensors). `literal` writes each number (default: an exact literal)."""
     from kuiper.parser.expression.ast import Call, Input, Literal
 
+    literal = literal or _literal
     if isinstance(node, Input):
         c = constants[node.index]
-        return "x" if c is None else _literal(_scalar(c))
+        return "x" if c is None else literal(_scalar(c))
     if isinstance(node, Literal):
-        return _literal(_scalar(node.value))
+        return literal(_scalar(node.value))
     if isinstance(node, Call) and node.name in _C_BINARY and len(node.args) == 2:
-        a, b = (expression_c(arg, constants) for arg in node.args)
+        a, b = (expression_c(arg, constants, literal) for arg in node.args)
         return f"({a}{_C_BINARY[node.name]}{b})"
     if isinstance(node, Call) and node.name in ("neg", "square") and len(node.args) == 1:
-        a = expression_c(node.args[0], constants)
+        a = expression_c(node.args[0], constants, literal)
         return f"(-{a})" if node.name == "neg" else f"({a}*{a})"
     raise ValueError(f"not an epilogue expression: {node}")
 
@@ -202,8 +236,9 @@ def _scalar(value: Any) -> float:
     return float(a.reshape(-1)[0])
 
 
-def opencl_expression(layer: Any) -> str:
-    """The activation of `layer` as one OpenCL C expression of `x`, parameters as literals.
+def opencl_expression(layer: Any, literal: Callable[[float], str] | None = None) -> str:
+    """The activation of `layer` as one OpenCL C expression of `x`, its parameters written by
+    `literal` (default: as exact literals).
 
     Every fusable activation's OpenCL twin says what it computes as `expr`, a C expression of
     `x` and its parameters `p0 p1 p2` (its `values`): layers/opencl/activation.py, and ReLU's
@@ -212,8 +247,9 @@ def opencl_expression(layer: Any) -> str:
     if not expr:
         raise KuiperError(f"operator '{layer.name}' ({layer.type}) cannot be fused into an "
                           "OpenCL epilogue: its layer has no OpenCL expression (`expr`)")
+    literal = literal or _literal
     values = list(getattr(layer, "values", ()))
-    return re.sub(r"\bp([0-2])\b", lambda m: _literal(values[int(m.group(1))]), expr)
+    return re.sub(r"\bp([0-2])\b", lambda m: literal(values[int(m.group(1))]), expr)
 
 
 def _literal(value: float) -> str:

@@ -163,3 +163,18 @@ def test_bench_times_steady_state_and_reports_the_first_run_after_each_pause(mon
     summary = bench.summary_numbers(column, batch=1)
     assert summary["after_idle_ms"] == pytest.approx(4.0)
     assert summary["after_idle_runs_ms"] == pytest.approx([4.0] * 3)
+
+
+@pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform to list")
+def test_devices_lists_the_kernel_caches_with_their_sizes(capsys, tmp_path, monkeypatch):
+    """Where compiled kernels are kept, each folder as its environment variable moves it."""
+    monkeypatch.setenv("KUIPER_CACHE_DIR", str(tmp_path / "kuiper"))
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path / "pocl"))
+    (tmp_path / "kuiper" / "kernels").mkdir(parents=True)
+    (tmp_path / "kuiper" / "kernels" / "a.bin").write_bytes(b"x" * 1000)
+    caches = {c["path"]: c for c in parse(run_main(capsys, "devices", "--json"))["kernel_caches"]}
+    assert caches[str(tmp_path / "kuiper" / "kernels")]["bytes"] == 1000
+    assert caches[str(tmp_path / "kuiper" / "kernels")]["files"] == 1
+    assert caches[str(tmp_path / "pocl")]["files"] == 0  # not there yet: empty, not an error
+    text = run_main(capsys, "devices").stdout
+    assert "compiled kernels are kept in" in text and "1,000 bytes" in text

@@ -283,3 +283,58 @@ def test_fallback_warning_reads_as_a_kuiper_warning_line(tmp_path, capsys):
     assert "KuiperWarning" not in loud.stderr  # not Python's "file:line: Category" form
     quiet = run_main(capsys, "-q", "run", str(model), "--backend", "opencl")
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
+
+
+# --- what the output is: asked for, not guessed wrong --------------------------------------------
+def relu_model(folder, shape):
+    """A one-ReLU model: its output has `shape` and any value the input gives it."""
+    from kuiper.testing import write_operator_model
+
+    return write_operator_model(folder, "nn.ReLU", [np.zeros(shape, np.float32)])
+
+
+def test_a_transformer_output_is_not_decoded_as_detections(tmp_path, capsys):
+    """A transformer block's 1x8x32 has the shape of YOLO rows; its values are not (scores
+    above 1). Before, `kuiper run` printed "detections" with scores above 1 and negative boxes;
+    now it prints the output as it is and asks for --task, and `--task detect` is refused."""
+    model = relu_model(tmp_path, (1, 8, 32))
+    x = np.random.default_rng(0).uniform(-4, 4, (1, 8, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    result = run_main(capsys, "run", model, "--input", str(tmp_path / "x.npy"))
+    assert result.returncode == 0, result.stderr
+    assert "not decoded as detections" in result.stdout and "pass --task" in result.stdout
+    assert "detections (" not in result.stdout and "box(es)" not in result.stdout
+    assert f"max {x.max():.4g}" in result.stdout  # the raw statistics are still printed
+    assert_user_error(run_main(capsys, "run", model, "--input", str(tmp_path / "x.npy"),
+                               "--task", "detect"),
+                      "--task detect expects YOLO-style rows", "range from 0 to")
+
+
+def test_detection_scores_never_exceed_one(tmp_path, capsys):
+    """Rows whose columns 4 on are probabilities are decoded; every printed score is <= 1."""
+    model = relu_model(tmp_path, (1, 6, 7))
+    rows = np.random.default_rng(1).uniform(0, 1, (1, 6, 7)).astype(np.float32)
+    rows[..., :4] = [[8, 8, 4, 4]]  # cx, cy, w, h in pixels
+    np.save(tmp_path / "rows.npy", rows)
+    result = run_main(capsys, "run", model, "--input", str(tmp_path / "rows.npy"),
+                      "--conf", "0.01")
+    assert result.returncode == 0, result.stderr
+    assert "task: detect" in result.stdout and "box(es)" in result.stdout
+    scores = [float(line.split()[-2]) for line in result.stdout.splitlines()
+              if line.startswith("    class ")]
+    assert scores and max(scores) <= 1.0
+
+
+def test_an_output_of_no_known_task_asks_for_task(tmp_path, capsys):
+    model = relu_model(tmp_path, (1, 3, 8, 8))
+    save(tmp_path / "pic.png", "RGB", (8, 8), (10, 20, 30))
+    # images are preprocessed for the task: without one, the run stops and asks
+    assert_user_error(run_main(capsys, "run", model, "--input", str(tmp_path / "pic.png")),
+                      "cannot tell what this model does", "pass --task classify")
+    result = run_main(capsys, "run", model, "--input", str(tmp_path / "pic.png"),
+                      "--task", "raw")
+    assert result.returncode == 0 and "resize squash" in result.stdout
+    # arrays need no preprocessing: printed as they are, and --task asked for
+    result = run_main(capsys, "run", model)
+    assert result.returncode == 0 and "task: unknown" in result.stdout
+    assert "pass --task" in result.stdout

@@ -23,9 +23,11 @@ from kuiper.graph import convert
 from kuiper.testing import assert_close
 
 # A stand-in for pnnx: writes <stem>.pnnx.param (a ReLU at the given inputshape, 1x3x4x4 by
-# default), an ncnn file Kuiper must not keep, a log line, and counts its runs in RUNS.
+# default), an ncnn file Kuiper must not keep, a log line, and counts its runs in RUNS. The
+# files named in FAKE_PNNX_NEEDS (external data, relative to the model) must lie beside the
+# model, as pnnx's onnxruntime needs them: a missing one crashes it, as the real pnnx crashes.
 FAKE_PNNX = """#!{python}
-import sys, pathlib
+import os, signal, sys, pathlib
 source = pathlib.Path(sys.argv[1])
 shape = "1,3,4,4"
 for arg in sys.argv[2:]:
@@ -36,6 +38,15 @@ magic = "{magic}"
 if source.read_bytes() == b"broken":
     print("read_proto_from_binary failed")
     sys.exit(255)
+for needed in filter(None, os.environ.get("FAKE_PNNX_NEEDS", "").split(",")):
+    data = source.parent / needed
+    if not data.is_file():
+        print("\x1b[0;93mort CreateSession failed\x1b[m External data path does not exist: "
+              + str(data), flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    print("read external data", needed, len(data.read_bytes()), "bytes")
+if os.environ.get("FAKE_PNNX_SAYS"):
+    print(os.environ["FAKE_PNNX_SAYS"])
 param = pathlib.Path(source.stem + ".pnnx.param")
 param.write_text(magic + "\\n3 2\\n"
                  f"pnnx.Input in0 0 1 0 #0=({{shape}})f32\\n"
@@ -258,10 +269,142 @@ def test_cli_convert_and_info_take_an_onnx_file(tmp_path, fake_pnnx, capsys):
     assert "takes an ONNX file or a TorchScript file" in capsys.readouterr().err
 
 
+def onnx_with_external_data(folder: Path, one_file: bool, dynamic: bool = False) -> Path:
+    """A small ONNX model, y = relu(x + a) * b, whose two weights live in external data: one
+    file (`m.onnx.data`, as PyTorch writes it) or one file per tensor (in a `weights/` folder,
+    as onnx.save_model writes them for a model over 2 GB). Built with the onnx package alone."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    folder.mkdir(parents=True, exist_ok=True)
+    size: list = ["n" if dynamic else 1, 3, 16, 16]  # weights of 3 KB: over onnx's threshold
+    a = numpy_helper.from_array(np.full((1, 3, 16, 16), 0.5, np.float32), "a")
+    b = numpy_helper.from_array(np.full((1, 3, 16, 16), 2.0, np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "a"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+         helper.make_node("Mul", ["r", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, size)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, size)], [a, b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = folder / "m.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, size_threshold=0,
+                    all_tensors_to_one_file=one_file,
+                    location="m.onnx.data" if one_file else None)
+    if not one_file:  # onnx names each file after its tensor, beside the model: move them
+        (folder / "weights").mkdir(exist_ok=True)
+        model = onnx.load(str(path), load_external_data=False)
+        for tensor in model.graph.initializer:
+            for entry in tensor.external_data:
+                if entry.key == "location":
+                    (folder / entry.value).rename(folder / "weights" / entry.value)
+                    entry.value = f"weights/{entry.value}"
+        onnx.save_model(model, str(path))
+    return path
+
+
+def test_external_data_files_are_found_linked_and_keyed(tmp_path, fake_pnnx, monkeypatch,
+                                                       capfd):
+    """An ONNX file whose weights are in other files converts with them in pnnx's work folder
+    (before: only the .onnx was linked, and pnnx crashed), as the one file `m.onnx.data` that
+    pnnx's reader looks for (several files are gathered into it), and an edited weights file
+    is another cache entry (before: only the .onnx was hashed)."""
+    monkeypatch.setenv("FAKE_PNNX_NEEDS", "m.onnx.data")
+    weights = 2 * 768 * 4  # a and b, 768 float32 each
+    for one_file, files in ((True, ["m.onnx.data"]), (False, ["weights/a", "weights/b"])):
+        folder = tmp_path / f"one_file_{one_file}"
+        source = onnx_with_external_data(folder, one_file)
+        assert convert.external_data(source) == files
+        graph = kuiper.load(source)
+        entry = Path(graph.param_path).parent
+        log = (entry / "pnnx.log").read_text()
+        read = int(log.split("read external data m.onnx.data ")[1].split()[0])
+        assert read >= weights  # both tensors (onnx may align them)
+        gathered = "gathering the external data of m.onnx" in capfd.readouterr().err
+        assert gathered == (not one_file)  # PyTorch's layout is linked as it is
+        # the entry keeps what Kuiper reads; the user's folder is as it was
+        assert sorted(p.name for p in entry.iterdir()) == ["complete", "m.pnnx.param",
+                                                             "pnnx.log"]
+        before = fake_pnnx()
+        assert kuiper.load(source).param_path == graph.param_path and fake_pnnx() == before
+        data = folder / files[-1]
+        data.write_bytes(data.read_bytes()[::-1])  # other weights, same .onnx
+        assert kuiper.load(source).param_path != graph.param_path
+        assert fake_pnnx() == before + 1
+
+
+def test_pytorchs_data_file_is_found_without_the_onnx_package(tmp_path, fake_pnnx,
+                                                              monkeypatch):
+    """Without `onnx` (or for a file it cannot parse), the file PyTorch writes beside the model
+    is still found by its name."""
+    monkeypatch.setattr(convert, "_onnx_model", lambda source: None)
+    source = model_file(tmp_path)
+    (source.parent / "m.onnx.data").write_text("weights")
+    monkeypatch.setenv("FAKE_PNNX_NEEDS", "m.onnx.data")
+    assert convert.external_data(source) == ["m.onnx.data"]
+    graph = kuiper.load(source, input_shapes=[(1, 3, 4, 4)])
+    assert "read external data m.onnx.data 7 bytes" in (
+        Path(graph.param_path).parent / "pnnx.log").read_text()
+
+
+def test_a_missing_external_data_file_is_named(tmp_path, fake_pnnx):
+    source = onnx_with_external_data(tmp_path / "model", one_file=True)
+    (source.parent / "m.onnx.data").unlink()
+    with pytest.raises(kuiper.ConversionError) as info:
+        kuiper.load(source)
+    message = str(info.value)
+    assert "'m.onnx.data' is not in" in message and "copy or move them as one" in message
+    assert "input_shapes" not in message and fake_pnnx() == 0
+
+
+def test_a_crash_names_its_cause_not_input_shapes(tmp_path, fake_pnnx, monkeypatch):
+    """pnnx killed by a signal: the message says so and quotes the end of pnnx's log, where the
+    cause is; it suggests input shapes only for a model whose inputs have dynamic sizes."""
+    monkeypatch.setattr(convert, "external_data", lambda source: [])  # as before the fix
+    monkeypatch.setenv("FAKE_PNNX_NEEDS", "m.onnx.data")
+    static = onnx_with_external_data(tmp_path / "static", one_file=True)
+    with pytest.raises(kuiper.ConversionError) as info:
+        kuiper.load(static)
+    message = str(info.value)
+    assert "pnnx crashed with SIGSEGV" in message
+    assert "External data path does not exist" in message and "\x1b" not in message
+    assert "input_shapes" not in message  # the model's sizes are fixed: not the cause
+    dynamic = onnx_with_external_data(tmp_path / "dynamic", one_file=True, dynamic=True)
+    with pytest.raises(kuiper.ConversionError, match="Input.s. x have dynamic sizes.*"
+                                                     "input_shapes="):
+        kuiper.load(dynamic)
+
+
+def test_pnnx_saying_it_found_no_weights_is_a_failure(tmp_path, fake_pnnx, monkeypatch):
+    """pnnx's reader prints 'FATAL ERROR no external data' and exits 0 with made-up weights
+    when the data is not where it looks: that model must not be loaded (nor cached)."""
+    monkeypatch.setenv("FAKE_PNNX_SAYS", "FATAL ERROR no external data")
+    with pytest.raises(kuiper.ConversionError, match="'FATAL ERROR no external data'.*cannot "
+                                                     "be trusted"):
+        kuiper.load(model_file(tmp_path), input_shapes=[(1, 3, 4, 4)])
+    entries = list((tmp_path / "cache").iterdir())
+    assert entries and not any((e / convert.COMPLETE).exists() for e in entries)
+
+
+def test_an_external_data_path_outside_the_folder_is_refused(tmp_path, fake_pnnx):
+    onnx = pytest.importorskip("onnx")
+    source = onnx_with_external_data(tmp_path / "model", one_file=True)
+    model = onnx.load(str(source), load_external_data=False)
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = "../elsewhere.data"
+    onnx.save_model(model, str(source))
+    (tmp_path / "elsewhere.data").write_bytes(b"\0" * 1024)
+    with pytest.raises(kuiper.ConversionError, match="'../elsewhere.data' is not inside"):
+        kuiper.load(source)
+    assert fake_pnnx() == 0
+
+
 # --- the real pnnx, on a real export --------------------------------------------------------
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-    """A small CNN exported to ONNX and to TorchScript, and PyTorch's output for X."""
+    """A small CNN exported to ONNX (by PyTorch's default exporter, `small_dynamo.onnx`, and by
+    the TorchScript one, `small.onnx`), to TorchScript, and PyTorch's output for X."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnx", reason="torch.onnx.export needs the onnx package")
     if convert.pnnx_executable() is None:
@@ -286,14 +429,38 @@ def exports(tmp_path_factory):
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(model, (x,), str(folder / "small.onnx"), dynamo=False)
         torch.jit.trace(model, x).save(str(folder / "small.pt"))
+    # the default exporter (dynamo), as a user calls it: it writes small_dynamo.onnx.data too
+    torch.onnx.export(model, (x,), str(folder / "small_dynamo.onnx"))
     with torch.no_grad():
         return folder, x.numpy(), model(x).numpy()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("suffix", [".onnx", ".pt"])
-def test_exports_convert_and_match_pytorch(exports, suffix, backend, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["small.onnx", "small_dynamo.onnx", "small.pt"])
+def test_exports_convert_and_match_pytorch(exports, name, backend, tmp_path, monkeypatch):
     monkeypatch.setenv("KUIPER_CACHE_DIR", str(tmp_path / "cache"))
     folder, x, expected = exports
-    graph = kuiper.load(folder / f"small{suffix}", backend=backend, input_shapes=[x.shape])
+    if name == "small_dynamo.onnx":  # the case under test: weights beside the .onnx
+        assert (folder / "small_dynamo.onnx.data").is_file()
+    graph = kuiper.load(folder / name, backend=backend, input_shapes=[x.shape])
     assert_close(graph(x), expected)
+    # loaded without input shapes: the exported sizes are fixed
+    assert_close(kuiper.load(folder / name, backend=backend)(x), expected)
+
+
+@pytest.mark.slow
+def test_default_export_with_one_file_per_weight_converts(exports, tmp_path, monkeypatch):
+    """The same model with every weight in its own file in a subfolder (how onnx saves models
+    over 2 GB), converted by the real pnnx."""
+    onnx = pytest.importorskip("onnx")
+    monkeypatch.setenv("KUIPER_CACHE_DIR", str(tmp_path / "cache"))
+    folder, x, expected = exports
+    model = onnx.load(str(folder / "small_dynamo.onnx"))  # with its weights
+    (tmp_path / "split").mkdir()
+    # the weights (over 512 bytes) go out; small constants such as ReduceMean's axes stay in
+    # the .onnx, where onnxruntime's shape inference (inside pnnx) must read them
+    onnx.save_model(model, str(tmp_path / "split" / "small.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=False, size_threshold=512)
+    source = tmp_path / "split" / "small.onnx"
+    assert len(convert.external_data(source)) >= 2  # the conv's and the fc's weights
+    assert_close(kuiper.load(source)(x), expected)

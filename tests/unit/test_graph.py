@@ -313,3 +313,54 @@ def test_deep_graph_runs_end_to_end(backend, tmp_path):
     x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
     np.testing.assert_array_equal(graph(x), np.maximum(x, 0))
     assert len(graph.order) == n + 2
+
+
+# MobileViTv2's patch folding as pnnx writes it: an nn.PixelShuffle whose annotated output,
+# (1,64,32,32), is not what a pixel shuffle of (1,64,4,256) gives (1,16,8,512). The error comes
+# at the next operator, rightly; it must also say that the file contradicts itself upstream.
+CONTRADICTING = [
+    "pnnx.Input pnnx_input_0 0 1 0 #0=(1,64,4,256)f32",
+    "pnnx.Input pnnx_input_1 0 1 1 #1=(1,64,32,32)f32",
+    "nn.PixelShuffle fold 1 1 0 2 upscale_factor=2 #0=(1,64,4,256)f32 #2=(1,64,32,32)f32",
+    "torch.cat cat 2 1 2 1 3 dim=1 #2=(1,64,32,32)f32 #1=(1,64,32,32)f32 #3=(1,128,32,32)f32",
+    "pnnx.Output pnnx_output_0 1 0 3"]
+
+
+def test_a_shape_the_file_contradicts_is_named_in_the_error(tmp_path):
+    with pytest.raises(kuiper.ShapeError) as info:
+        kuiper.load(write_model(tmp_path, CONTRADICTING))
+    message = str(info.value)
+    assert message.startswith("operator 'cat' (torch.cat)")  # where it fails ...
+    # ... and where the file's annotation and the operator part, first
+    assert ("operator 'fold' (nn.PixelShuffle, line 5) gives 1x16x8x512 for '2' where the file "
+            "annotates 1x64x32x32") in message
+    assert "converter (pnnx)" in message
+
+
+def test_agreeing_annotations_add_nothing_to_an_error(tmp_path):
+    lines = [line.replace("#2=(1,64,32,32)f32", "#2=(1,16,8,512)f32") for line in CONTRADICTING]
+    with pytest.raises(kuiper.ShapeError) as info:
+        kuiper.load(write_model(tmp_path, lines))
+    assert "annotates" not in str(info.value) and "converter" not in str(info.value)
+
+
+def test_integer_inputs_cast_to_float_warn_once(relu_model):
+    """A raw 0..255 uint8 image fed to a float model gives a confident answer to the wrong
+    question: the Python API says so (once per input of a graph, at the caller's line), as the
+    command line does; float inputs, and a second call, say nothing."""
+    import warnings
+
+    graph = kuiper.load(relu_model)
+    pixels = np.arange(192, dtype=np.uint8).reshape(1, 3, 8, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # the once is Kuiper's own, not Python's registry
+        np.testing.assert_array_equal(graph(pixels), pixels.astype(np.float32))
+        graph(pixels)
+        graph(pixels.astype(np.float32))
+    (warning,) = caught
+    assert warning.category is kuiper.KuiperWarning and warning.filename == __file__
+    message = str(warning.message)
+    assert "got uint8 (values 0..191), cast to float32 unscaled" in message
+    assert "x / 255" in message
+    with pytest.warns(kuiper.KuiperWarning, match="got int64"):  # another graph warns again
+        kuiper.load(relu_model)(pixels.astype(np.int64))

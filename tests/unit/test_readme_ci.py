@@ -61,3 +61,23 @@ def test_torch_is_pinned_wherever_it_appears():
     for command in block("test-command"):
         for spec in re.findall(r"\btorch\S*", command):
             assert spec == "torch==2.13.0", command
+
+
+def test_the_readme_says_how_long_the_test_command_takes():
+    """A new user runs the test command and waits: the paragraph right after it says for how
+    long on the smallest machine it is run on, and how to run less."""
+    after = README.split("<!-- /test-command -->", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"about \d+-\d+ minutes on a quiet 2-core machine", after), after
+    assert "python -m pytest -q tests/" in after  # how to run one part's tests
+
+
+def test_the_readme_names_every_kernel_cache_folder(monkeypatch):
+    """Where compiled kernels are kept: each folder `kuiper devices` lists is in the README,
+    at its default place."""
+    from kuiper.opencl.device.binary_cache import cache_folders
+
+    for variable in ("KUIPER_CACHE_DIR", "XDG_CACHE_HOME", "POCL_CACHE_DIR", "CUDA_CACHE_PATH"):
+        monkeypatch.delenv(variable, raising=False)
+    for _what, path in cache_folders():
+        shown = "~/" + str(path.relative_to(Path.home()))  # ~/.cache/kuiper/kernels ...
+        assert shown in README, f"README.md does not name the kernel cache folder {shown}"

@@ -9,17 +9,20 @@ Oclgrind (a simulator that checks every memory access) is never chosen unless as
 name: once installed it is listed first and claims every device type.
 
 Programs are built once per (kernel file, options, device) in this process. Across processes the
-compiled binaries are cached on disk, so a second run skips most of the compiler: for PoCL and
-NVIDIA pyopencl leaves that to the driver's own cache (PoCL: ~/.cache/pocl/kcache, moved by
-POCL_CACHE_DIR; NVIDIA: ~/.nv/ComputeCache, moved by CUDA_CACHE_PATH), for other drivers it
-keeps its own (~/.cache/pyopencl).
+compiled binaries are cached on disk, so a second run skips the compiler: by Kuiper itself on
+every driver but PoCL (kuiper/opencl/device/binary_cache.py: <cache>/kernels; the drivers'
+own caches come on top: NVIDIA's ~/.nv/ComputeCache, moved by CUDA_CACHE_PATH, or pyopencl's
+~/.cache/pyopencl for other drivers), and by PoCL's own cache on PoCL (~/.cache/pocl/kcache,
+moved by POCL_CACHE_DIR), which also holds the code PoCL generates at a kernel's first launch.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
 import sys
+import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +31,7 @@ import numpy as np
 
 from kuiper.clkernels import KERNEL_DIR
 from kuiper.core.errors import KernelBuildError, OpenCLUnavailableError, ResourceError
+from kuiper.opencl.device import binary_cache
 from kuiper.opencl.device.element_types import kernel_class
 
 
@@ -56,6 +60,11 @@ def install_hint(system: str | None = None, machine: str | None = None) -> str:
     return f"install {vendor}, or PoCL built for this system"
 
 
+# A program build that takes longer than this compiled for real (a kcache hit on PoCL takes
+# 5-50 ms, Clang on one of Kuiper's kernel files 0.2-1 s on the 2-core test machine): the cache
+# is cold, and compiling the kernels in helper processes pays off (jit_helper.py). A wrong
+# guess costs little: helpers started for nothing, or a cold start without them.
+COLD_BUILD_SECONDS = 0.15
 # what every "no OpenCL" error message ends with
 INSTALL_HINT = install_hint()
 # Options every kernel is built with: -I so kernels can #include shared headers, MAD
@@ -242,8 +251,17 @@ class OpenCLRuntime:
                                          f"with out_of_order={out_of_order}, profiling="
                                          f"{profiling}: {e}") from None
         self.out_of_order, self.profiling = out_of_order, profiling
+        from kuiper.opencl.device.vector_width import ask_early
+
+        ask_early(self.device)  # a machine's first run: asked while the model loads
         # Built programs, of kernel files and of generated sources alike (see `_cached`).
         self._programs: dict[tuple[str, str, tuple[str, ...]], object] = {}
+        self.cached_builds = 0  # programs loaded from Kuiper's kernel cache (binary_cache.py)
+        # (source, options) of every program built from source, by its handle: what a JIT
+        # helper needs to build it again (jit_helper.py); and how many compiled for real
+        self.program_sources: dict[int, tuple[str, list[str]]] = {}
+        self.cold_builds = 0
+        self._jit_helpers = None
         self.allocated_bytes = self.peak_bytes = 0  # device memory held, see `buffer`
         self._pool = None  # pyopencl MemoryPool for the arrays graphs return (see `pool`)
 
@@ -311,16 +329,62 @@ class OpenCLRuntime:
 
     def build_source(self, source: str, options: list[str], label: str,
                      include: Sequence[Path] = ()):
-        """Build `source` now, uncached (`program` and `program_from_source` cache); a compile
-        error raises KernelBuildError with `label` and the compiler's log. The `include`
-        folders are searched before Kuiper's clkernels/ (a plugin's own gemm.h wins)."""
-        cl = self.cl
+        """Build `source` now (`program` and `program_from_source` keep the result for this
+        process); a compile error raises KernelBuildError with `label` and the compiler's log.
+        The `include` folders are searched before Kuiper's clkernels/ (a plugin's own gemm.h
+        wins). Across processes, the binary comes from Kuiper's kernel cache when it holds
+        one for this device, driver, source, headers and options (binary_cache.py)."""
         all_options = [o for folder in include for o in ("-I", str(folder))]
         all_options += list(BASE_OPTIONS) + self.device_options + options
+        if not binary_cache.enabled(self.device):  # PoCL: its own cache does it (binary_cache)
+            return self._build_from_source(source, all_options, label)
+        cache_key = binary_cache.key(self.device, source, all_options, [*include, KERNEL_DIR])
+        binary = binary_cache.load(cache_key)
+        if binary is not None:
+            program = self._build_from_binary(binary, all_options)
+            if program is not None:
+                self.cached_builds += 1
+                return program
+        program = self._build_from_source(source, all_options, label)
+        binary_cache.store(cache_key, program.get_info(self.cl.program_info.BINARIES)[0])
+        return program
+
+    def _build_from_source(self, source: str, all_options: list[str], label: str):
+        cl = self.cl
+        start = time.perf_counter()
         try:
-            return cl.Program(self.context, source).build(options=all_options)
+            program = cl.Program(self.context, source).build(options=all_options)
         except cl.Error as e:
             raise KernelBuildError(label, all_options, _build_log(e, self.device)) from None
+        self.program_sources[program.int_ptr] = (source, all_options)
+        if time.perf_counter() - start > COLD_BUILD_SECONDS:
+            self.cold_builds += 1
+        return program
+
+    def jit_helpers(self):
+        """The helper processes that compile PoCL's kernels in parallel (jit_helper.py),
+        started on the first call after a program really compiled (a cold cache: with a warm
+        one PoCL finds every kernel compiled, and helpers would only cost their start-up);
+        None where they do not apply or would not start."""
+        if self._jit_helpers is None and self.cold_builds and compiles_to_native_cpu(
+                self.device):
+            from kuiper.opencl.device.jit_helper import JitHelpers
+
+            self._jit_helpers = JitHelpers.start(self) or False
+            if self._jit_helpers:
+                atexit.register(self._jit_helpers.stop)
+        return self._jit_helpers or None
+
+    def _build_from_binary(self, binary: bytes, all_options: list[str]):
+        """The program of a stored binary, or None when the driver refuses it (then it is
+        built from source and the binary replaced)."""
+        try:
+            return self.cl.Program(self.context, [self.device], [binary]).build(
+                options=all_options)
+        except self.cl.Error as e:
+            binary_cache.logger.debug("a cached binary was refused (%s): building from source",
+                                      e)
+            return None
 
     def kernel(self, stem: str, name: str, options: Sequence[str] = ()):
         """A fresh cl.Kernel: each layer binds its own arguments once, so it needs its own."""

@@ -23,6 +23,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from typing import Any
 
 from kuiper.core.cache import cache_dir, read_cache_file
@@ -75,6 +76,7 @@ print("ok" if ok else "wrong")
 """
 
 _known: dict[str, bool] = {}
+_asking = threading.Lock()
 
 
 CL_DEVICE_TYPE_CPU = 2   # the OpenCL constant (pyopencl's device_type.CPU)
@@ -98,11 +100,22 @@ def wide_vectors(device: Any) -> bool:
     from kuiper.opencl.device.tuning_cache import device_key
 
     key = device_key(device)
-    if key not in _known:
-        stored = _load(warn_if_broken=True).get(key)
-        _known[key] = stored if isinstance(stored, bool) else _probe(device, key)
+    with _asking:  # one question at a time: a second caller waits for the first's answer
+        if key not in _known:
+            stored = _load(warn_if_broken=True).get(key)
+            _known[key] = stored if isinstance(stored, bool) else _probe(device, key)
     os.environ[ENV] = "16" if _known[key] else "8"   # child processes need not ask again
     return _known[key]
+
+
+def ask_early(device: Any) -> None:
+    """Start finding the answer for `device` in a background thread: the probe is a child
+    process of a second or two on a machine's first run, which the runtime starts as it
+    creates its context, so that it overlaps the model's parsing and weight uploads instead
+    of delaying the first kernel build."""
+    if pocl_cpu(device) and os.environ.get(ENV) not in ("8", "16"):
+        threading.Thread(target=wide_vectors, args=(device,), daemon=True,
+                         name="kuiper-vector-width").start()
 
 
 def width(device: Any) -> int:

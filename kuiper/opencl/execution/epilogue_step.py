@@ -10,11 +10,25 @@ clkernels/epilogue.cl over its output, in place.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from kuiper.layers.opencl_base import HostFallback, Launch, round_up
+
+
+def epilogue_operand(epilogue: Any, residual: Any, runtime: Any) -> tuple[Any, Any]:
+    """(the epilogue, what its producer binds as `residual`): for an epilogue that adds no
+    residual but has numbers, a copy of it that reads them as data (Epilogue.numbers_as_data)
+    and a float32 device array of them (clkernels/epilogue.h, EPI_K), which the caller keeps
+    alive; otherwise the epilogue and the residual operand's array (or None) as they are."""
+    if epilogue and residual is None:
+        constants = epilogue.opencl_constants()
+        if constants:
+            return (replace(epilogue, numbers_as_data=True),
+                    runtime.to_device(np.asarray(constants, np.float32)))
+    return epilogue, residual
 
 
 def with_epilogue(runner: Any, epilogue: Any, output: Any, residual: Any, runtime: Any) -> Any:

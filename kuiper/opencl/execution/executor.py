@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -37,11 +38,12 @@ from kuiper.core.errors import KuiperError
 from kuiper.core.ir import Observer, RuntimeOperator, not_tensor_inputs, operator_failure
 from kuiper.core.log import warn
 from kuiper.core.plugins import call, reraise
+from kuiper.core.progress import progress
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.opencl_base import FRESH, HostFallback, OpenCLLayer
 from kuiper.memory import check_strategy, operand_lifetimes, plan
 from kuiper.opencl.device.element_types import misread, oversized
-from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.opencl.device.runtime import OpenCLRuntime, compiles_to_native_cpu
 from kuiper.opencl.execution.device_memory import (
     DeviceMemory,
     Workspaces,
@@ -50,10 +52,18 @@ from kuiper.opencl.execution.device_memory import (
     in_place_outputs,
 )
 from kuiper.opencl.execution.dynamic import DynamicHostStep, has_device_dynamic_outputs
-from kuiper.opencl.execution.epilogue_step import with_epilogue
+from kuiper.opencl.execution.epilogue_step import epilogue_operand, with_epilogue
 from kuiper.opencl.execution.unfused import unoptimized_view
+from kuiper.opencl.execution.warm_up import offer_to_helpers, warm_up
 
 logger = logging.getLogger(__name__)  # "kuiper.opencl.execution.executor", under "kuiper"
+# set while an executor builds the unfused twin of another (_unoptimized_executor): its build
+# is not announced again (per thread: graphs may be built in several at once)
+_building = threading.local()
+
+
+def _nothing(_n: int = 1) -> None:
+    """The progress callback outside a build."""
 
 
 def _is_numeric(spec: TensorSpec) -> bool:
@@ -126,15 +136,37 @@ class OpenCLExecutor:
                               "pyopencl arrays on the device) or False (NumPy arrays)")
         self.device_outputs = device_outputs   # the default of run(device_outputs=None)
         self._warned: list[str] = []  # the fallbacks last warned about (see _warn_fallbacks)
-        # The first build compiles the kernels (seconds on PoCL; the runtime caches them, so a
-        # rebuild or a second graph is fast): say so, for a status line under -v.
-        kernels = sum(isinstance(op.layer, OpenCLLayer) and not all(
-            graph.specs[o.name].known for o in op.outputs) for op in graph.order)  # not folded
-        logger.info("building OpenCL kernels for %d operators on %s...", kernels,
-                    self.runtime.name)
-        start = time.perf_counter()
+        # The first build compiles the kernels (seconds to minutes on PoCL with a cold cache):
+        # it says so once, as a progress bar or a status line (kuiper/core/progress.py). A
+        # rebuild for a new size, and the unfused twin of an observed run, say so under -v.
+        self._announce = not getattr(_building, "quietly", False)
         self.rebuild()
-        logger.debug("OpenCL build done in %.2f s", time.perf_counter() - start)
+        self._announce = False
+
+    def _progress(self):
+        """The progress of one build: a bar on a terminal, else one line (INFO for a graph's
+        first build, DEBUG for the others), counting the operators bound and, where kernels
+        are compiled at their first launch, the operators of the warm-up run."""
+        kernels = sum(isinstance(op.layer, OpenCLLayer) and not all(
+            self.graph.specs[o.name].known for o in op.outputs)
+            for op in self.graph.order)  # not folded
+        total = self._operators() * (2 if self.warms_up else 1)
+        what = (f"building OpenCL kernels for {kernels} operators on {self.runtime.name}"
+                if self._announce else f"binding OpenCL kernels for {kernels} operators")
+        return progress(what, total, unit="steps", log=logger,
+                        level=logging.INFO if self._announce else logging.DEBUG,
+                        label=f"OpenCL kernels ({kernels} operators)")
+
+    def _operators(self) -> int:
+        """The graph's operators with a layer: what a build's progress counts, twice with a
+        warm-up (bound, then run)."""
+        return sum(1 for op in self.graph.order if op.layer is not None)
+
+    @property
+    def warms_up(self) -> bool:
+        """Whether a build ends with a run on zeros (warm_up.py): where the device compiles a
+        kernel at its first launch (PoCL's CPU devices)."""
+        return compiles_to_native_cpu(self.runtime.device)
 
     @staticmethod
     def default_memory(options: dict) -> str:
@@ -157,8 +189,18 @@ class OpenCLExecutor:
         self.memory_plan = None                   # its plan (None: naive, a buffer each)
         self.memory_strategy = "naive"
         self.in_place: dict[str, str] = {}        # output -> the input whose bytes it takes
+        self._epilogue_constants: list = []       # device arrays of fused epilogues' numbers
+        self._offered = False                     # steps handed to JIT helpers (warm_up.py)
         self._free_memory()  # the old blocks go before the new ones are allocated
-        self._bind_all()
+        with self._progress() as advance:
+            self._advance = advance
+            try:
+                self._bind_all()
+                advance(self._operators() - len(self.steps))  # folded, fused: nothing to bind
+                if self.warms_up:
+                    warm_up(self, advance)
+            finally:
+                self._advance = _nothing
         # Operators without an OpenCL layer, run on the host between a download and an upload,
         # and those whose layer fell back to the host for these shapes (fall_back_to_host)
         self.fallbacks = [op for op, runner in self.steps if isinstance(runner, HostFallback)
@@ -223,14 +265,18 @@ class OpenCLExecutor:
         for step, (op, dynamic_step) in enumerate(todo):
             if dynamic_step is not None:
                 self.steps.append((op, dynamic_step))
+                self._advance(1)
                 continue
             layer = op.layer
             out_specs = [specs[o.name] for o in op.outputs]
             in_specs = [specs[o.name] for o in op.inputs]
             inputs = [self.arrays[plan.resolve(o.name)] for o in op.inputs]
             epilogue = plan.epilogues.get(op.name)
-            residual = (self.arrays[epilogue.residual] if epilogue and epilogue.residual
-                        else None)
+            epilogue, residual = epilogue_operand(
+                epilogue, self.arrays[epilogue.residual] if epilogue and epilogue.residual
+                else None, rt)
+            if epilogue and epilogue.numbers_as_data:
+                self._epilogue_constants.append(residual)  # bound by the kernels: keep it
             outputs = []
             for operand, spec, kind in zip(op.outputs, out_specs, kinds.get(op.name, ())):
                 if operand.name in self.in_place:      # the bytes of a dead input
@@ -258,6 +304,9 @@ class OpenCLExecutor:
             # a producer whose kernels do not apply its fused epilogue: one more launch
             runner = with_epilogue(runner, epilogue, outputs[0] if outputs else None, residual, rt)
             self.steps.append((op, runner))
+            self._advance(1)
+            if self.warms_up:  # kernels compile at first launch: helpers (on a cold cache)
+                offer_to_helpers(self, runner)
         for name in plan.aliases:  # a no-op's output is its input, a fused chain's its producer's
             self.arrays[name] = self.arrays.get(plan.resolve(name))
         # what each step waits for: its inputs (resolved) and its epilogue's residual
@@ -368,7 +417,8 @@ class OpenCLExecutor:
         return described
 
     def run(self, inputs: list, observer: Observer | None = None,
-            outputs: Sequence[str] | None = None, device_outputs: bool | None = None) -> list:
+            outputs: Sequence[str] | None = None, device_outputs: bool | None = None,
+            _hooks=None) -> list:
         """Run once; returns the graph outputs, or the operands named in `outputs` (any
         operand: every one has its own device array, or is a view or a folded constant).
 
@@ -417,6 +467,8 @@ class OpenCLExecutor:
                     for event in events.get(name, ()):
                         if event not in wait_for:
                             wait_for.append(event)
+            if _hooks is not None:  # the warm-up: a JIT helper's job taken back (warm_up.py)
+                _hooks[0](runner)
             start = time.perf_counter()
             try:
                 done = runner.enqueue(queue, wait_for)
@@ -443,6 +495,8 @@ class OpenCLExecutor:
                 seconds = time.perf_counter() - start
                 outs = [self._host(o.name) for o in op.outputs]
                 observer(op, outs, seconds)
+            if _hooks is not None:  # the warm-up's progress (warm_up.py)
+                _hooks[1]()
         self.last_events = events
         if outputs is None:
             outputs = [plan.resolve(o.name) for o in graph.output_operands]
@@ -496,7 +550,11 @@ class OpenCLExecutor:
                 options["memory"] = "naive"  # every operand keeps its value to the end
             with warnings.catch_warnings():  # its host fallbacks were warned about already
                 warnings.simplefilter("ignore")
-                self._unoptimized = type(self)(unoptimized_view(self.graph), **options)
+                _building.quietly = True  # its kernels are the graph's: said once already
+                try:
+                    self._unoptimized = type(self)(unoptimized_view(self.graph), **options)
+                finally:
+                    _building.quietly = False
         return self._unoptimized
 
     def close(self) -> None:
@@ -507,6 +565,7 @@ class OpenCLExecutor:
             self._unoptimized = None
         self.arrays, self.steps, self.folded = {}, [], set()
         self.last_events, self.dynamic_values = {}, {}
+        self._epilogue_constants = []
         self._free_memory()
 
     def _free_memory(self) -> None:

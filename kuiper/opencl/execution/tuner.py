@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kuiper.core.errors import KuiperError
+from kuiper.opencl.execution.epilogue_step import epilogue_operand
 from kuiper.opencl.execution.executor import bind_layer
 
 log = logging.getLogger("kuiper.tune")
@@ -221,6 +222,7 @@ def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs:
     residual = None
     if epilogue is not None and epilogue.residual is not None:
         residual = runtime.to_device(rng.standard_normal(out_specs[0].shape).astype(np.float32))
+    epilogue, residual = epilogue_operand(epilogue, residual, runtime)  # or its numbers
     with pinned(candidate.algorithm, candidate.params):
         workspaces = layer.own_workspaces(in_specs, out_specs)
         bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogue,
