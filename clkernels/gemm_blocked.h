@@ -59,8 +59,9 @@
 
 #if VW == 16
 #define floatB float16
-#define B_ROW(p) (float16)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], \
+#define F_ROW(p) (float16)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], \
                            p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
+#define H_ROW(p) vload_half16(0, p)
 #define B_GATHER(k, o) (float16)(B_AT(k, q[o]), B_AT(k, q[o + 1]), B_AT(k, q[o + 2]),     \
     B_AT(k, q[o + 3]), B_AT(k, q[o + 4]), B_AT(k, q[o + 5]), B_AT(k, q[o + 6]),            \
     B_AT(k, q[o + 7]), B_AT(k, q[o + 8]), B_AT(k, q[o + 9]), B_AT(k, q[o + 10]),           \
@@ -72,12 +73,19 @@
 #define floatB float8
 // 8 scalar loads the compiler merges into one vector load (PoCL compiles vload8 to a function
 // call, which costs as much as the whole multiply-add block)
-#define B_ROW(p) (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
+#define F_ROW(p) (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
+#define H_ROW(p) vload_half8(0, p)
 #define B_GATHER(k, o) (float8)(B_AT(k, q[o]), B_AT(k, q[o + 1]), B_AT(k, q[o + 2]),      \
     B_AT(k, q[o + 3]), B_AT(k, q[o + 4]), B_AT(k, q[o + 5]), B_AT(k, q[o + 6]),            \
     B_AT(k, q[o + 7]))
 #define EPILOGUE_B kuiper_epilogue8
 #define STORE_B STORE_8
+#endif
+// A row piece of B (half storage: converted as it is loaded), or of floats (the bias)
+#if HALF_B
+#define B_ROW H_ROW
+#else
+#define B_ROW F_ROW
 #endif
 
 // c_i (and d_i, the second vector when NV = 2) += A[row r_i, k] * B's row piece, for the 8
@@ -106,7 +114,7 @@ inline void store_row(__global float *row, const int n, const int N, const float
         floatB b = (floatB)(row_bias);
         if (bias_mode == 2) {  // a linear layer's bias, one per column
             __global const float *column_bias = bias + n;
-            b = B_ROW(column_bias);
+            b = F_ROW(column_bias);
         }
         const floatB w = EPILOGUE_B(v + b, residual, index);
         __global float *out = row + n;
@@ -185,13 +193,13 @@ __kernel void gemm_blocked(GEMM_ARGS)
         if (full) {
             for (int k = kc; k < k_end; ++k) {
 #if PACKED_B
-                __global const float *b = B + k * BLOCK_N;
+                __global const B_ELEM *b = B + k * BLOCK_N;
 #else
-                __global const float *b = B + k * N + n;
+                __global const B_ELEM *b = B + k * N + n;
 #endif
                 const floatB bv = B_ROW(b);
 #if NV == 2
-                __global const float *b2 = b + VW;
+                __global const B_ELEM *b2 = b + VW;
                 const floatB bw = B_ROW(b2);
 #endif
                 FMA_ROWS(k);

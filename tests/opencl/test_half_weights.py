@@ -1,0 +1,58 @@
+"""Weights stored as half (precision fp16) on every GEMM family, on any OpenCL device.
+
+Under fp16 the weight of a linear layer, a convolution through its GEMM and a transposed
+convolution is uploaded as float16 (half the bytes) and read with vload_half, a core OpenCL
+function, by whichever kernel runs: gemm_tiled, gemm_blocked, gemv and gemm_mma. The math stays
+float, so the result is the float32 product of the half-rounded weight, within float32's
+tolerance of it (tests/opencl/mma_harness.py's bound with no input rounding).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kuiper.layers.opencl_gemm import launch as gemm
+from tests.conftest import opencl_available
+from tests.opencl import mma_harness as h
+
+pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
+
+# one set of each family, and the layouts where the weight is A (a convolution, a transposed
+# one) or B (a linear layer, stored N x K, or K x N as on CPU devices)
+SETS = [gemm.GPU_PARAMETER_SETS[-1], gemm.GPU_PARAMETER_SETS[7], gemm.CPU_PARAMETER_SETS[0],
+        gemm.CPU_PARAMETER_SETS[-1]]
+WEIGHT_LAYOUTS = [("conv2d", False, False, "a"), ("conv_transpose2d", True, False, "a"),
+                  ("linear", False, True, "b"), ("conv2d", False, False, "b")]
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    from kuiper.opencl.device.runtime import OpenCLRuntime
+
+    return OpenCLRuntime.shared()
+
+
+@pytest.mark.parametrize("params", SETS, ids=lambda p: gemm.describe_params(p).replace(" ", "_"))
+@pytest.mark.parametrize("layout", WEIGHT_LAYOUTS, ids=lambda t: f"{t[0]}_{t[3]}")
+def test_half_weights_on_every_family(runtime, rng, params, layout):
+    if not gemm.fits(params, runtime.device):
+        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}")
+    stem, trans_a, trans_b, weight = layout
+    for m, n, k in [(1, 1, 1), (7, 63, 65), (65, 17, 300)]:
+        c, a, b, _ = h.run(runtime, stem, trans_a, trans_b, m, n, k, params, rng,
+                           half_a=weight == "a", half_b=weight == "b")
+        h.check_precision_bounds(c, a, b, trans_a, trans_b, 1, "fp32",
+                                 what=f"{stem} {gemm.describe_params(params)} half {weight} "
+                                 f"M,N,K={m},{n},{k}")
+
+
+@pytest.mark.parametrize("params", gemm.GPU_GEMV_SETS[:1] + gemm.CPU_GEMV_SETS,
+                         ids=lambda p: gemm.describe_params(p).replace(" ", "_"))
+def test_half_weights_on_gemv(runtime, rng, params):
+    """gemv.h: a classifier at batch 1, its weight (out, in) read transposed as halves."""
+    if not gemm.fits(params, runtime.device):
+        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}")
+    for m, n, k in [(1, 1000, 1280), (3, 7, 13)]:
+        c, a, b, _ = h.run(runtime, "linear", False, True, m, n, k, params, rng, half_b=True)
+        h.check_precision_bounds(c, a, b, False, True, 1, "fp32",
+                                 what=f"gemv half weight M,N,K={m},{n},{k}")
