@@ -11,13 +11,17 @@ device. The weight's layout depends on the kernel that reads it:
   ms each that way under PoCL (19 GFLOP/s), against ~1.5 ms for a convolution's GEMM of the
   same size.
 The bias and a fused epilogue (activation, residual add) are applied as the results are
-stored. The launch is bound by `weight_gemm_launch`
-(layers/opencl_gemm/launch.py), like the convolutions' GEMM, with the parameter set that
-`kuiper tune` measured fastest for this shape, else the cost model's
+stored. Under precision tf32 / fp16 (the plan's, kuiper/passes/plan_precision.py) the
+tensor-core GEMM competes where the device has it, and fp16 stores a weight attribute as half
+(F.linear's weight, an input, stays the graph's float32). The launch is bound by
+`weight_gemm_launch` (layers/opencl_gemm/launch.py), like the convolutions' GEMM, with the
+parameter set that `kuiper tune` measured fastest for this shape, else the cost model's
 (layers/opencl_gemm/selection.py).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from kuiper.core.registry import register
 from kuiper.layers.cpu import linear
@@ -25,18 +29,22 @@ from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_gemm.launch import (
     BIAS_PER_COLUMN,
     WeightBuffers,
+    weight_dtype,
     weight_gemm_launch,
     weight_stored_transposed,
 )
+from kuiper.layers.opencl_gemm.parameter_sets import computes_in
 from kuiper.layers.opencl_gemm.selection import select_gemm
 
 
 @register(backend="opencl")
 class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
     epilogue_in_kernel = True
+    reduced_precision = True
     algorithm: str = ""
     algorithm_params: dict | None = None
     algorithm_reason: str = ""
+    computes: str = "fp32"      # what the bound kernels compute in (`kuiper info`)
 
     def gemm_shape(self, in_specs, out_specs) -> tuple[int, int, int]:
         """(rows, out_features, in_features): the GEMM's M, N, K."""
@@ -52,18 +60,26 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
                               and weight_stored_transposed(self.runtime.device, rows))
         return rows, n_out, n_in, 1, False, not transposed_at_bind
 
-    def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None):
+    def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None,
+             precision="fp32"):
         rows, n_out, n_in, _, _, trans_b = self.gemm_problem(in_specs, out_specs)
         self.launches = []
         if rows == 0 or n_out == 0:
             return
-        params, reason = select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b)
+        params, reason = select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b,
+                                     precision=precision)
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
+        # a weight attribute is stored as the precision says (half under fp16); an input as is
+        dtype = weight_dtype(precision) if self.weight is not None else np.float32
         # trans_b is False only for a weight attribute: the CPU twin made its W^T (weight_t)
-        w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t)
+        w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t,
+                                   dtype=dtype)
+        half = dtype == np.float16
+        self.computes = computes_in(params, half_weight=half)
         residual = residual.data if residual is not None else None
         self.launches = [weight_gemm_launch(self, rows, n_out, n_in, inputs[0].data, 0, w, 0,
                                             outputs[0].data, 0, b, BIAS_PER_COLUMN,
                                             params=params, epilogue=epilogue,
                                             residual=residual,
-                                            options=[f"-DTRANS_B={int(trans_b)}"])]
+                                            options=[f"-DTRANS_B={int(trans_b)}"],
+                                            half_b=half)]

@@ -2,7 +2,7 @@
 
 A set is offered to the selector, the cost model and `kuiper tune` (parameter_sets.py) only
 for a layer that computes in its precision ("tf32" or "fp16": the plan's decision,
-kuiper/passes/assign_precision.py) and only on a device where the probe
+kuiper/passes/plan_precision.py) and only on a device where the probe
 (kuiper/opencl/device/tensor_cores.py) built and ran gemm_mma of that precision correctly.
 Everywhere else these sets do not exist as far as the selector knows, and the portable
 families run in fp32.
