@@ -38,20 +38,22 @@
 //    The same pattern holds for both: a work-item's registers of A and B lie along k, so the
 //    tiles below are kept in local memory with k contiguous (As[m][k], Bs[n][k]): a fragment is
 //    then one 32-bit word per register, and the 32 lanes of a warp read 32 different banks
-//    (rows MMA_LDW words apart, MMA_LDW = 4 mod 8: row g starts 4g banks further on, t adds 0..3).
+//    (rows MMA_LDW words apart, MMA_LDW = 4 mod 8: row g starts 4g banks further on, t adds
+//    0..3).
 //
 // 3. The kernel. A work-group of MMA_WARPS_M x MMA_WARPS_N warps computes an MMA_TILE_M x
-//    MMA_TILE_N tile of C; each warp a MMA_WARP_M x MMA_WARP_N piece of it, as MMA_FRAG_M x MMA_FRAG_N mma
-//    tiles of 16 x 8 whose C fragments stay in registers (acc). K is walked MMA_TILE_K at a time,
-//    double-buffered like gemm_tiled.h: while the tensor cores work on slab s, the loads of slab
-//    s + 1 are in flight to registers (MMA_VEC consecutive values at once, along whichever axis is
-//    contiguous in memory), and are written to the other local buffer afterwards, already rounded
-//    to tf32 (cvt.rna.tf32.f32: to nearest, ties away from zero) or converted to half (vstore_half:
-//    to nearest even), so each value is converted once, not once per warp that reads it. Per step
-//    of k every warp loads MMA_FRAG_M fragments of A and MMA_FRAG_N of B from local memory and issues
-//    MMA_FRAG_M x MMA_FRAG_N mma. The store applies the bias and the fused epilogue (epilogue.h) exactly
-//    like gemm_tiled.h. Edges: loads outside the matrices are zeros (zeros add nothing to the
-//    sums), stores are guarded, so any M, N, K works with any parameter set.
+//    MMA_TILE_N tile of C; each warp an MMA_WARP_M x MMA_WARP_N piece of it, as MMA_FRAG_M x
+//    MMA_FRAG_N mma tiles of 16 x 8 whose C fragments stay in registers (acc). K is walked
+//    MMA_TILE_K at a time, double-buffered like gemm_tiled.h: while the tensor cores work on
+//    slab s, the loads of slab s + 1 are in flight to registers (MMA_VEC consecutive values at
+//    once, along whichever axis is contiguous in memory), and are written to the other local
+//    buffer afterwards, already rounded to tf32 (cvt.rna.tf32.f32: to nearest, ties away from
+//    zero) or converted to half (vstore_half: to nearest even), so each value is converted once,
+//    not once per warp that reads it. Per step of k every warp loads MMA_FRAG_M fragments of A
+//    and MMA_FRAG_N of B from local memory and issues MMA_FRAG_M x MMA_FRAG_N mma. The store
+//    applies the bias and the fused epilogue (epilogue.h) exactly like gemm_tiled.h. Edges:
+//    loads outside the matrices are zeros (zeros add nothing to the sums), stores are guarded,
+//    so any M, N, K works with any parameter set.
 //
 // 4. Why inline PTX, and why it stays optional. OpenCL C has no tensor-core instruction (and
 //    NVIDIA's OpenCL has no cl_khr_fp16 nor subgroups). PTX is NVIDIA's virtual instruction set,
@@ -129,7 +131,7 @@
 #define MMA_PER_WORD 1
 #endif
 #define MMA_KW (MMA_TILE_K / MMA_PER_WORD)   // words per row of a slab
-#define MMA_LDW (MMA_KW + 4)                        // ... with 4 spare ones: conflict-free fragments
+#define MMA_LDW (MMA_KW + 4)                 // ... with 4 spare ones: conflict-free fragments
 // vectors of MMA_VEC values each work-item loads per slab (rounded up; the extra are skipped)
 #define MMA_A_VECTORS ((MMA_TILE_M * MMA_TILE_K / MMA_VEC + MMA_THREADS - 1) / MMA_THREADS)
 #define MMA_B_VECTORS ((MMA_TILE_N * MMA_TILE_K / MMA_VEC + MMA_THREADS - 1) / MMA_THREADS)

@@ -67,9 +67,7 @@ def test_every_mma_set_on_awkward_shapes(runtime, rng, params, layout, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("params", [mma_sets.MMA_PARAMETER_SETS["tf32"][-1],
-                                    mma_sets.MMA_PARAMETER_SETS["fp16"][-1],
-                                    mma_sets.MMA_PARAMETER_SETS["fp16"][4]], ids=label)
+@pytest.mark.parametrize("params", ALL_MMA_SETS, ids=label)
 def test_groups_batch_bias_and_half_weights(runtime, rng, params, mode):
     """z = batch x groups products, A shared per group, a bias per row (a convolution, its
     weight A stored as half under fp16) and per column (a linear layer, its weight B)."""
@@ -147,3 +145,23 @@ def test_the_parameter_sets_are_what_the_kernel_promises():
         assert mma_sets.local_bytes(p) <= 48 * 1024, p
     names = [mma_sets.describe(p) for p in ALL_MMA_SETS]
     assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp16"])
+def test_ptx_on_nvidia_whatever_the_probe_says(runtime, rng, monkeypatch, precision):
+    """On an NVIDIA device, the real kernel runs even where the probe said no, so that a
+    build error (the compiler's log) or a wrong fragment layout fails here with a diagnosis
+    instead of only turning the tensor cores off: for a wrong result, where in the 16 x 8 mma
+    tile the wrong values sit (by row % 16 and column % 8)."""
+    if "nvidia" not in runtime.device.platform.name.lower():
+        pytest.skip(f"{runtime.name} is not an NVIDIA device: no PTX to try")
+    monkeypatch.setattr(mma_sets, "tensor_cores", lambda device: frozenset(("tf32", "fp16")))
+    params = mma_sets.MMA_PARAMETER_SETS[precision][-1]
+    m, n, k = 37, 29, 45
+    c, a, b, _ = h.run(runtime, "linear", False, True, m, n, k, params, rng)
+    rounding = h.ROUND[precision]
+    want = rounding(a[0]).astype(np.float64) @ rounding(b[0]).astype(np.float64).T
+    bad = np.argwhere(np.abs(c[0] - want) > 1e-3 * (1 + np.abs(want)))
+    where = sorted({(int(r) % 16, int(col) % 8) for r, col in bad})
+    assert not len(bad), (f"{len(bad)} of {m * n} wrong; (row % 16, col % 8) of the wrong "
+                          f"ones: {where[:40]}")

@@ -3,7 +3,8 @@ executor's `bind(..., precision=)`, the selector, the layers (linear, convolutio
 GEMMs, transposed convolutions), the tuning cache's keys, and `kuiper info`.
 
 Where the device has no tensor cores (PoCL, Oclgrind) the layers run the emulated tensor-core
-kernels (`emulated_tensor_cores()`), so their results carry the precision's rounding and are
+kernels (`emulated_tensor_cores()`), on a GPU whose probe passed the real ones; either way
+their results carry the precision's rounding and are
 checked against it: |y - y_fp32| <= (2 * 2^-11 + 4 K u) * op(|x|, |w|), the bound of
 tests/opencl/mma_harness.py carried through a convolution (op(|x|, |w|) is the layer run on
 absolute values, no bias). fp16 without tensor cores still stores the weight as half, on every
@@ -13,6 +14,7 @@ device: the result is then the float32 layer of the half-rounded weight.
 from __future__ import annotations
 
 import contextlib
+import gc
 
 import numpy as np
 import pytest
@@ -65,10 +67,22 @@ def conv_transpose_case(rng):
 CASES = {"linear": linear_case, "conv2d": conv_case, "conv_transpose2d": conv_transpose_case}
 
 
-def load_case(tmp_path, case, precision: str, emulate: bool = True):
+def needs_emulation(precision: str) -> bool:
+    """Whether the tensor cores of `precision` must be emulated here (not on a GPU whose probe
+    passed: there the tests run the real ones)."""
+    from kuiper.opencl.device.runtime import OpenCLRuntime
+
+    return precision != "fp32" and precision not in tensor_cores(OpenCLRuntime.shared().device)
+
+
+def load_case(tmp_path, case, precision: str, emulate: bool | None = None):
+    """Load and run a one-operator model at `precision`; `emulate`: None emulates the tensor
+    cores only where the device has none."""
     op_type, x, w, b, params, _, _ = case
     path = write_operator_model(tmp_path, op_type, [x], params=params,
                                 weights={"weight": w, "bias": b})
+    if emulate is None:
+        emulate = needs_emulation(precision)
     with mma_sets.emulated_tensor_cores() if emulate else contextlib.nullcontext():
         with algorithms.forced("im2col_gemm"):   # a GEMM algorithm for the convolution
             graph = kuiper.load(path, backend="opencl", precision=precision)
@@ -132,7 +146,8 @@ def test_a_weight_given_as_an_input_stays_float32(tmp_path, rng):
     x = rng.standard_normal((9, 19)).astype(np.float32)   # (4 rows or fewer: gemv)
     w = rng.standard_normal((11, 19)).astype(np.float32)
     path = write_operator_model(tmp_path, "F.linear", [x, w])
-    with mma_sets.emulated_tensor_cores():
+    with mma_sets.emulated_tensor_cores() if needs_emulation("fp16") else \
+            contextlib.nullcontext():
         graph = kuiper.load(path, backend="opencl", precision="fp16")
         (y,) = graph.forward(x, w)
     layer = next(op.layer for op in graph.order if op.type == "F.linear")
@@ -181,7 +196,8 @@ def test_an_observed_run_keeps_the_precision(tmp_path, rng):
     op_type, x, w, b, params, _, _ = case
     path = write_operator_model(tmp_path, op_type, [x], params=params,
                                 weights={"weight": w, "bias": b})
-    with mma_sets.emulated_tensor_cores():
+    with mma_sets.emulated_tensor_cores() if needs_emulation("tf32") else \
+            contextlib.nullcontext():
         graph = kuiper.load(path, backend="opencl", precision="tf32")
         plain = graph.forward(x)
         seen = {}
@@ -212,8 +228,10 @@ def test_the_device_memory_counter_counts_half_weights(tmp_path, rng):
     runtime = OpenCLRuntime.shared()
     held = {}
     for precision in ("fp32", "fp16"):
+        gc.collect()   # buffers of earlier tests, freed now rather than while we count
         before = runtime.allocated_bytes
         graph = kuiper.load(path, backend="opencl", precision=precision)
+        gc.collect()
         held[precision] = runtime.allocated_bytes - before
         graph.close()
     assert held["fp32"] - held["fp16"] == w.size * 2
