@@ -27,8 +27,12 @@
 //                   its exact emulation (-DMMA_EMULATED=1) anywhere, for tests.
 //
 // Half storage (-DHALF_A=1 / -DHALF_B=1): that operand is stored as IEEE half (a weight under
-// precision fp16, half the bytes) and read with vload_half, a core OpenCL function every device
-// has, even without cl_khr_fp16; the arithmetic stays float.
+// precision fp16, half the bytes) and converted to float as it is loaded; the arithmetic stays
+// float. Vectors of 2 and 4 (the tiles' loads) go through vload_half2/4, a core OpenCL function
+// every device has, even without cl_khr_fp16. Single values and the CPU kernels' rows of 8 and
+// 16 are converted with integer arithmetic instead (kuiper_half_to_float below): PoCL compiles
+// vload_half to a call per value, which made MobileNetV2's classifier (gemv) 25x slower than
+// with float weights, where the integer version is SIMD code.
 //
 // Edges, in both: nothing is ever read out of bounds (loads outside the matrices are zeros or
 // clamped into range), stores are guarded, so any M, N, K works with any parameter set.
@@ -70,17 +74,38 @@
 #define B_INDEX(k, col) ((k) * N + (col))
 #endif
 
+// The float a half's 16 bits stand for (any of them: subnormals, infinities, NaN). The bits
+// moved up into a float's places are the half's value with the exponent biased by 15 instead
+// of float's 127: times 2^112 it is exact, subnormals included (on a device that flushes float
+// subnormals, half's below 6e-5 become 0); infinities and NaN get float's all-ones exponent
+// instead. Written once for scalars and for vectors of 8 and 16.
+#define KUIPER_HALF_TO_FLOAT(N, SUFFIX)                                                        \
+    inline float##N kuiper_half_to_float##SUFFIX(const ushort##N h)                           \
+    {                                                                                          \
+        const uint##N bits = convert_uint##N(h);                                               \
+        const uint##N magnitude = (bits & 0x7fffu) << 13;                                      \
+        const uint##N scaled = as_uint##N(as_float##N(magnitude) * 0x1p112f);                  \
+        const uint##N value = select(scaled, magnitude | 0x7f800000u,                          \
+                                     as_uint##N(magnitude >= (uint##N)(0x7c00u << 13)));        \
+        return as_float##N(value | ((bits & 0x8000u) << 16));                                  \
+    }
+KUIPER_HALF_TO_FLOAT(, )
+KUIPER_HALF_TO_FLOAT(8, 8)
+#ifndef KUIPER_NARROW_VECTORS   // set where the compiler cannot build 16-wide vectors
+KUIPER_HALF_TO_FLOAT(16, 16)
+#endif
+
 // The element types in memory, and one element read as a float.
 #if HALF_A
 #define A_ELEM half
-#define LOAD_A(i) vload_half((i), A)
+#define LOAD_A(i) kuiper_half_to_float(((__global const ushort *)A)[i])
 #else
 #define A_ELEM float
 #define LOAD_A(i) A[i]
 #endif
 #if HALF_B
 #define B_ELEM half
-#define LOAD_B(i) vload_half((i), B)
+#define LOAD_B(i) kuiper_half_to_float(((__global const ushort *)B)[i])
 #else
 #define B_ELEM float
 #define LOAD_B(i) B[i]
