@@ -12,7 +12,8 @@ rounding all fail that comparison.
 
 Only NVIDIA devices are asked: every other device (PoCL, Oclgrind, AMD, Intel...) answers "none"
 at once, without a child process. The answer is kept three ways, as the vector-width probe's
-(vector_width.py): in this process, in Kuiper's cache folder (keyed by device and driver), and
+(vector_width.py): in this process, in Kuiper's cache folder (keyed by device, driver and the
+kernel's source: an edited gemm_mma.h is probed again), and
 in the environment variable KUIPER_TENSOR_CORES ("tf32,fp16", "tf32", "none"), which child
 processes inherit. Setting that variable yourself skips the question ("none" turns the tensor
 cores off).
@@ -95,15 +96,27 @@ def tensor_cores(device: Any) -> frozenset[str]:
         return frozenset()   # PTX is NVIDIA's: nothing to ask
     if os.environ.get(ENV) is not None:
         return parse(os.environ[ENV])
-    from kuiper.opencl.device.tuning_cache import device_key
-
-    key = device_key(device)
+    key = probe_key(device)
     if key not in _known:
         stored = _load().get(key)
         _known[key] = (frozenset(p for p in stored if p in PRECISIONS)
                        if isinstance(stored, list) else _probe(device, key))
     os.environ[ENV] = text(_known[key])   # child processes need not ask again
     return _known[key]
+
+
+def probe_key(device: Any) -> str:
+    """What an answer is valid for: the device and driver (tuning_cache.device_key) and the
+    kernel's source, so that a changed gemm_mma.h is asked about again."""
+    import hashlib
+
+    from kuiper.clkernels import KERNEL_DIR
+    from kuiper.opencl.device.tuning_cache import device_key
+
+    digest = hashlib.sha256()
+    for name in ("gemm.h", "gemm_mma.h"):
+        digest.update((KERNEL_DIR / name).read_bytes())
+    return f"{device_key(device)} | gemm_mma {digest.hexdigest()[:12]}"
 
 
 def parse(value: str) -> frozenset[str]:
