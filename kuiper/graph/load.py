@@ -17,7 +17,7 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
          plugins: Sequence[str | os.PathLike] = (),
          params: Mapping[str, Mapping[str, Any]] | None = None,
          limits: Limits | None = None, passes: Sequence[str] | None = None,
-         **backend_options: Any) -> RuntimeGraph:
+         precision: str = "fp32", **backend_options: Any) -> RuntimeGraph:
     """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
 
     `input_shapes` overrides the shapes the model was exported with (needed when the export has
@@ -30,8 +30,16 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
     fuse_epilogues pass); `threads=2` limits NumPy's BLAS to 2 threads while this graph runs.
 
     `passes`: the graph passes to run, by name (kuiper/graph/pipeline.py: fold_constants,
-    eliminate_dead, eliminate_noops, fuse_epilogues, plan_memory); None runs them all, and
-    `graph.plan.describe()` says what each one changed.
+    eliminate_dead, eliminate_noops, fuse_attention, fuse_epilogues, plan_precision,
+    plan_memory); None runs them all, and `graph.plan.describe()` says what each one changed.
+
+    `precision`: "fp32" (the default: exact float32), "tf32" or "fp16". With the reduced ones
+    the GEMM-based operators (linear, convolutions through their GEMMs, attention's projections)
+    may compute on tensor cores with inputs rounded to TF32 / half and sums in float32, on an
+    OpenCL device whose probe found them (kuiper/opencl/device/tensor_cores.py); fp16 also
+    stores those weights as half on every OpenCL device (activations stay float32). Softmax,
+    norms and everything else stay fp32; the cpu backend computes fp32 whatever is asked.
+    kuiper/DESIGN.md states the error bounds.
 
     `with kuiper.load(...) as g:` (or `g.close()`) releases the weights' mapping and the
     device buffers. Inputs and outputs by name: kuiper/graph/named_io.py.
@@ -45,7 +53,7 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
                               "TorchScript file is converted whole (leave bin_path out)")
         param_path = convert.to_pnnx(param_path, input_shapes)
     graph = RuntimeGraph(param_path, bin_path, backend=backend, plugins=plugins, params=params,
-                         limits=limits, passes=passes, **backend_options)
+                         limits=limits, passes=passes, precision=precision, **backend_options)
     graph.init()
     graph.build(input_shapes)
     return graph
