@@ -84,6 +84,9 @@ SPLIT_TILES = [tiled(64, 64, 16, 4, 4, lds_vec=1), tiled(64, 64, 32, 8, 8, lds_v
                tiled(32, 32, 32, 4, 4, lds_vec=1), tiled(64, 128, 16, 8, 8, lds_vec=1)]
 SPLITS = (2, 3, 4, 6, 8)
 MIN_SLICE = 128   # values of K per slice below which the extra pass cannot pay for itself
+# They are gemm_tiled sets: fp32 arithmetic, offered at every precision as the whole-K
+# gemm_tiled sets are (under fp16 the product pass reads the half weight, HALF_B); the
+# tensor-core sets (mma_sets.py) never split K.
 GPU_SPLIT_SETS = [split_k(p, s) for s in SPLITS for p in SPLIT_TILES]
 
 # CPU parameter sets (PoCL 3.0, 2 cores of a Xeon with AVX-512), GFLOP/s, best of noisy runs
@@ -162,7 +165,9 @@ def slices_of(params: dict, k: int) -> int:
 
 def split_parameter_sets(device, k: int, z: int) -> list[dict]:
     """The split-K sets that can run a product with this K on `device`: GPU family only
-    (gemm_tiled), one product (Z = 1), at least MIN_SLICE values of K per slice."""
+    (gemm_tiled), one product (Z = 1), at least MIN_SLICE values of K per slice. The same at
+    every precision (fp32 arithmetic, like the gemm_tiled sets that stay candidates under
+    tf32 / fp16)."""
     if z != 1 or weight_gemm_family(device) != "gemm_tiled":
         return []
     return [p for p in GPU_SPLIT_SETS if k // p["SPLIT_K"] >= MIN_SLICE and fits(p, device)]

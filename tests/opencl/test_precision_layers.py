@@ -260,3 +260,105 @@ def test_kuiper_info_shows_the_plan_and_what_each_layer_computes_in(tmp_path, rn
     assert "computes in" in out and "half weight" in out
     assert main(["info", path, "--precision", "tf32", "--passes"]) == 0
     assert "the cpu backend computes every operator in fp32" in capsys.readouterr().out
+
+
+# --- split-K (clkernels/gemm_split_k.h) meets the precisions: a linear layer's split sets are
+# gemm_tiled's, computing in fp32, and compete at every precision as its whole-K sets do; a
+# tensor-core set never splits K. Linear.choose, shared by workspace_shapes and bind, takes the
+# precision, so the scratch buffer planned is the one the bound set uses.
+
+def split_linear_case(rng):
+    x = rng.standard_normal((3, 7, 600)).astype(np.float32)   # 21 rows, K = 600
+    w = rng.standard_normal((45, 600)).astype(np.float32)
+    b = rng.standard_normal(45).astype(np.float32)
+    params = {"in_features": 600, "out_features": 45, "bias": True}
+    return "nn.Linear", x, w, b, params, lambda x, w, b: F.linear(x, w, b), 600
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16"])
+def test_a_linear_layer_binds_a_split_k_set_at_every_precision(tmp_path, rng, precision):
+    """A split set pinned as `kuiper tune` pins a candidate: the executor plans its scratch
+    from workspace_shapes(precision=) and binds it (two launches) with bind(precision=); the
+    arithmetic is fp32, on the half-rounded weight under fp16."""
+    from kuiper.layers.opencl_gemm import parameter_sets
+    from kuiper.layers.opencl_gemm.selection import pinned
+    from kuiper.opencl.device.runtime import OpenCLRuntime
+
+    split = parameter_sets.split_k(parameter_sets.SPLIT_TILES[0], 3)
+    if not parameter_sets.fits(split, OpenCLRuntime.shared().device):
+        pytest.skip("the split set does not fit this device")
+    case = split_linear_case(rng)
+    _, x, w, b, _, fn, _ = case
+    with pinned("gemm", split):
+        graph, layer, y = load_case(tmp_path, case, precision)
+        op = next(op for op in graph.order if op.layer is layer)
+        specs = [[graph.specs[o.name] for o in ops] for ops in (op.inputs, op.outputs)]
+        shapes = layer.workspace_shapes(*specs, precision=precision)
+    assert graph.plan.precision_of(op) == precision
+    assert layer.algorithm_params == split and len(layer.launches) == 2
+    assert shapes == [((3 * 21 * 45,), np.float32)]
+    half = precision == "fp16"
+    assert layer.computes == ("fp32, half weight" if half else "fp32")
+    assert_close(y, torch_of(fn, x, round_half(w) if half else w, b),
+                 what=f"split-K linear at {precision}")
+
+
+def transformer_linear(monkeypatch):
+    """An OpenCL Linear as the cost model sees it on an H100 with tensor cores: a
+    transformer's MLP output at 128 tokens (128 x 768, K = 3072), no tuning cache."""
+    from types import SimpleNamespace
+
+    from kuiper.core.tensor_spec import TensorSpec
+    from kuiper.layers.opencl.linear import Linear
+    from tests.opencl.described_devices import fake_h100
+
+    h100 = fake_h100()
+    h100.tensor_cores = ("tf32", "fp16")
+    monkeypatch.setattr(tuning_cache, "lookup", lambda *args, **kwargs: None)
+    layer = Linear.__new__(Linear)
+    layer.weight, layer.bias = np.zeros((768, 3072), np.float32), None
+    layer.runtime = SimpleNamespace(device=h100)
+    return layer, [TensorSpec.of((128, 3072))], [TensorSpec.of((128, 768))]
+
+
+def test_the_linear_layers_scratch_follows_its_precision(monkeypatch):
+    """fp32: the cost model splits K (24 tiles for 132 compute units) and asks for the
+    partial sums' scratch; tf32 / fp16: the tensor cores win, unsplit, and no scratch is
+    planned. workspace_shapes answers what bind will bind (Linear.choose)."""
+    from kuiper.layers.opencl_gemm.launch import split_workspace
+
+    layer, in_specs, out_specs = transformer_linear(monkeypatch)
+    for precision in ("fp32", "tf32", "fp16"):
+        params, _ = layer.choose(in_specs, out_specs, precision)
+        shapes = layer.workspace_shapes(in_specs, out_specs, precision=precision)
+        assert shapes == split_workspace(params, 128, 768, 3072), precision
+        if precision == "fp32":
+            assert params.get("SPLIT_K", 1) > 1 and shapes, params
+        else:
+            assert params["kernel"] == "gemm_mma" and mma_sets.precision_of(params) == precision
+            assert shapes == []
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16"])
+def test_kuiper_tune_times_split_sets_and_the_precisions_tensor_core_sets(monkeypatch,
+                                                                         precision):
+    """The tuner's candidates for a linear layer are select_gemm's: split sets at every
+    precision (the layer binds them), the tensor-core sets of its precision only; a layer
+    that cannot bind split sets (a transposed convolution's GEMM) gets none."""
+    from types import SimpleNamespace
+
+    from kuiper.opencl.execution import tuner
+
+    layer, _, _ = transformer_linear(monkeypatch)
+    shape = (128, 768, 3072, 1, False, False)
+
+    def kernels(op_layer):
+        problem = tuner.Problem("gemm", "key", SimpleNamespace(layer=op_layer), 1.0, shape,
+                                precision)
+        return [c.params for c in tuner.candidate_list(problem, layer.runtime.device)]
+
+    sets = kernels(layer)
+    assert any(p.get("SPLIT_K", 1) > 1 for p in sets)
+    mma = {mma_sets.precision_of(p) for p in sets if p["kernel"] == "gemm_mma"}
+    assert mma == (set() if precision == "fp32" else {precision})
+    assert not any(p.get("SPLIT_K", 1) > 1 for p in kernels(SimpleNamespace()))

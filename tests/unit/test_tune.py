@@ -190,7 +190,7 @@ def test_a_tune_makes_one_cache_flush_and_flushes_before_every_timed_run(monkeyp
                                                                           conv_model):
     """The flush's 64 MiB scratch buffer is made once per tune, not once per candidate; on a
     CPU device every timed run of every candidate follows a flush."""
-    from kuiper.cli import tune
+    from kuiper.opencl.execution import tuner as tune   # `kuiper tune`'s engine
     from kuiper.opencl.device.runtime import is_cpu
 
     made, flushes = [], []
@@ -296,7 +296,7 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
                                                                         export_model):
     """A convolution followed by SiLU and a residual add is timed storing through that fused
     epilogue (what the model runs), and on a CPU device each timed run follows a cache flush."""
-    from kuiper.cli import tune
+    from kuiper.opencl.execution import tuner as tune   # `kuiper tune`'s engine
     from kuiper.opencl.device.runtime import OpenCLRuntime, is_cpu
 
     torch.manual_seed(0)
