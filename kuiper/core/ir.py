@@ -135,6 +135,17 @@ class RuntimeOperator:
         return array
 
 
+def not_tensor_inputs(op: RuntimeOperator, specs: dict | None) -> str:
+    """' (input 0 ('x') is not a tensor but 'abc')' for each input of `op` whose known value is
+    not an array (`expr=abc` gives the string 'abc'), or '' when there is none: the usual reason
+    an operator fails, named beside the failure."""
+    odd = [f"input {i} ('{o.name}') is not a tensor but {specs[o.name].value!r}"
+           for i, o in enumerate(op.inputs) if specs and o.name in specs
+           and specs[o.name].value is not None
+           and not isinstance(specs[o.name].value, np.ndarray)]
+    return f" ({'; '.join(odd)})" if odd else ""
+
+
 def operator_failure(op: RuntimeOperator, stage: str, error: Exception,
                      specs: dict | None = None, path: str | None = None,
                      hint: str = "") -> KuiperError:
@@ -147,11 +158,7 @@ def operator_failure(op: RuntimeOperator, stage: str, error: Exception,
     KuiperError (some are ValueErrors too) already says what is wrong and is returned as is."""
     if isinstance(error, KuiperError):
         return error
-    odd = [f"input {i} ('{o.name}') is not a tensor but {specs[o.name].value!r}"
-           for i, o in enumerate(op.inputs) if specs and o.name in specs
-           and specs[o.name].value is not None
-           and not isinstance(specs[o.name].value, np.ndarray)]
-    why = f" ({'; '.join(odd)})" if odd else ""
+    why = not_tensor_inputs(op, specs)
     where = f"{path}: " if path else ""
     return op.error(f"{where}failed while {stage}{why}: {type(error).__name__}: "
                     f"{str(error)[:300]}{hint}")

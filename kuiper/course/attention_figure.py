@@ -18,16 +18,18 @@ HEAD = 64          # head size of the drawing: ViT-S's and BERT-base's
 TILES = 8          # key tiles drawn across S
 GROUPS = 4         # work-groups drawn down L
 EXAMPLE = 1024     # L = S of the memory arithmetic under the drawing
+ROWS = 16 * EXAMPLE  # query rows over all heads: 16 heads of EXAMPLE tokens, one row per item
 
 
 def parameters() -> tuple[dict, dict]:
-    """fused_parameters for a GPU and for a CPU device, at HEAD."""
+    """fused_parameters for a GPU and for a CPU device, for ROWS query rows (with few
+    rows a GPU shares each row among KSPLIT work-items; the figure draws the many-row case)."""
     import pyopencl as cl
 
     from kuiper.layers.opencl.attention import fused_parameters
 
-    gpu = fused_parameters(SimpleNamespace(type=cl.device_type.GPU), HEAD, HEAD)
-    cpu = fused_parameters(SimpleNamespace(type=cl.device_type.CPU), HEAD, HEAD)
+    gpu = fused_parameters(SimpleNamespace(type=cl.device_type.GPU), HEAD, HEAD, ROWS)
+    cpu = fused_parameters(SimpleNamespace(type=cl.device_type.CPU), HEAD, HEAD, ROWS)
     return gpu, cpu
 
 

@@ -247,7 +247,12 @@ class FusedAttention(Layer):
     split of `x.view(n, l, h, d).permute(0, 2, 1, 3)`), with that permutation in `q_perm`,
     `k_perm` or `v_perm`, and may make the output the permute that followed (`o_perm`): the
     layer reads and writes through the permutation (a view here, strides in the OpenCL
-    kernel) and the permutes never run."""
+    kernel) and the permutes never run.
+
+    Projections (`projected`): the pass may also hand over the linear layers that made Q, K
+    and V from one tensor x. The inputs are then x (..., in) and the mask; `q_weight`,
+    `q_bias` ... are the layers' weights and `q_shape` ... the shapes their outputs were split
+    into (x @ W^T + b, reshaped to q_shape, is what q_perm permutes)."""
 
     ROLES = ("q", "k", "v")   # inputs 0..2 (the mask, input 3, is read as it is)
 
@@ -258,7 +263,42 @@ class FusedAttention(Layer):
         layer.masked = op.bool_param("masked")
         layer.perms = {role: op.ints_param(f"{role}_perm") for role in (*cls.ROLES, "o")
                        if op.param(f"{role}_perm", None) is not None}
+        layer.projected = op.bool_param("projected", False)
+        layer.projections = {}
+        if layer.projected:
+            for role in cls.ROLES:
+                weight = op.weight(f"{role}_weight")
+                if weight.ndim != 2:
+                    raise op.error(f"{role}_weight must be (out, in), got {weight.shape}")
+                bias = op.weight(f"{role}_bias", (weight.shape[0],), optional=True)
+                layer.projections[role] = (weight, bias, tuple(op.ints_param(f"{role}_shape")))
         return layer
+
+    def stored_shapes(self, inputs) -> list[tuple[int, ...]]:
+        """The shapes Q, K^T and V have before their permutations: the inputs', or with
+        projections the shapes the projected x was split into (checked against x)."""
+        if not self.projected:
+            return [tuple(s.shape) for s in inputs[:3]]
+        x = inputs[0].shape
+        shapes = []
+        for role in self.ROLES:
+            weight, _bias, shape = self.projections[role]
+            if not x or x[-1] != weight.shape[1] or \
+                    int(np.prod(x[:-1], dtype=np.int64)) * weight.shape[0] != \
+                    int(np.prod(shape, dtype=np.int64)):
+                raise self.shape_error(f"x {tuple(x)} does not project to {role}_shape "
+                                       f"{shape} through a {weight.shape} weight")
+            shapes.append(shape)
+        return shapes
+
+    def project(self, x: np.ndarray) -> list[np.ndarray]:
+        """Q, K^T and V as the linear layers and reshapes the pass absorbed made them."""
+        out = []
+        for role in self.ROLES:
+            weight, bias, shape = self.projections[role]
+            y = np.matmul(x, weight.T)
+            out.append((y if bias is None else y + bias).astype(np.float32).reshape(shape))
+        return out
 
     def moved(self, role: str, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The logical shape of input `role` given the tensor's own shape."""
@@ -271,17 +311,19 @@ class FusedAttention(Layer):
         return tuple(shape[p] for p in perm)
 
     def infer(self, inputs):
-        self.expect_inputs(inputs, 4 if self.masked else 3)
-        q, kt, v = (self.moved(role, s.shape) for role, s in zip(self.ROLES, inputs))
+        self.expect_inputs(inputs, (1 if self.projected else 3) + int(self.masked))
         if any(s.dtype != np.float32 for s in inputs):
             raise self.op.error("fused attention computes float32")
+        stored = self.stored_shapes(inputs)
+        q, kt, v = (self.moved(role, s) for role, s in zip(self.ROLES, stored))
+        self.mask_index = 1 if self.projected else 3
         if min(len(q), len(kt), len(v)) < 2 or kt[-2] != q[-1] or kt[-1] != v[-2]:
             raise self.shape_error(f"need Q (..., L, E), K^T (..., E, S), V (..., S, Ev); got "
                                    f"{q}, {kt}, {v}")
         try:
             batch = tuple(np.broadcast_shapes(q[:-2], kt[:-2], v[:-2]))
             if self.masked:
-                np.broadcast_shapes(inputs[3].shape, batch + (q[-2], kt[-1]))
+                np.broadcast_shapes(inputs[self.mask_index].shape, batch + (q[-2], kt[-1]))
         except ValueError:
             raise self.shape_error(f"batch dims of {q}, {kt}, {v} (and the mask) do not "
                                    "broadcast") from None
@@ -300,9 +342,10 @@ class FusedAttention(Layer):
     def forward(self, inputs):
         # key block by key block, as the OpenCL kernel does: (..., L, KEY_BLOCK) scores at a
         # time, never the (..., L, S) matrix; the absorbed permutes are NumPy views
+        stored = self.project(inputs[0]) if self.projected else inputs[:3]
         q, kt, v = (np.transpose(x, self.perms[role]) if role in self.perms else x
-                    for role, x in zip(self.ROLES, inputs))
-        mask = inputs[3] if self.masked else None
+                    for role, x in zip(self.ROLES, stored))
+        mask = inputs[self.mask_index] if self.masked else None
         out = streaming_attention(q, np.swapaxes(kt, -1, -2), v, self.scale, KEY_BLOCK, mask)
         out = out.astype(np.float32, copy=False)
         if "o" in self.perms:
@@ -311,8 +354,13 @@ class FusedAttention(Layer):
 
     def flops(self, inputs, outputs):
         b = int(np.prod(self.batch, dtype=np.int64))
-        e, ev = inputs[0].shape[-1], inputs[2].shape[-1]
-        return 2 * b * self.length * self.source * (e + ev)
+        q_shape, _, v_shape = self.stored_shapes(inputs)
+        e, ev = self.moved("q", q_shape)[-1], self.moved("v", v_shape)[-1]
+        projections = 0
+        if self.projected:
+            rows = int(np.prod(inputs[0].shape[:-1], dtype=np.int64))
+            projections = sum(rows * w.size for w, _, _ in self.projections.values())
+        return 2 * (b * self.length * self.source * (e + ev) + projections)
 
 
 def pad_columns(mask: np.ndarray, extra: int) -> np.ndarray:

@@ -292,21 +292,58 @@ class FusedAttention(_AttentionLaunches, attention.FusedAttention):
     """The fuse_attention pass's operator: always the fused kernel, reading K^T in place,
     and Q, K^T, V and the output through the permutations the pass absorbed (q_perm ...): a
     head split such as `view(n, l, h, d).permute(0, 2, 1, 3)` is only a different offset table
-    and row stride for the kernel."""
+    and row stride for the kernel. With projections (`projected`), Q, K and V are first one
+    GEMM of x with the three weights side by side into a (tokens, Eq + Ek + Ev) workspace,
+    each role's values a band of its columns."""
 
-    def view(self, role: str, shape, target, array) -> Strided:
+    def view(self, role: str, shape, target, array, index=None) -> Strided:
         """The (batch..., rows, cols) view `target` of a tensor stored with `shape`, read
         through the layer's permutation for `role` (none: as stored). `o`'s permutation maps
-        the result to the stored output, so the view goes through its inverse."""
-        index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+        the result to the stored output, so the view goes through its inverse. `index`: where
+        each element of the stored tensor is in `array` (default: the tensor is `array`)."""
+        if index is None:
+            index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+        index = index.reshape(shape)
         perm = self.perms.get(role)
         if perm is not None:
             index = index.transpose(np.argsort(perm) if role == "o" else perm)
         return strided_index(index, target, array)
 
-    def bind(self, inputs, outputs, in_specs, out_specs):
+    def projection_rows(self, in_specs) -> tuple[int, int]:
+        """(rows of x, Eq + Ek + Ev): the shape of the projections' workspace."""
+        x = in_specs[0].shape
+        return (int(np.prod(x[:-1], dtype=np.int64)),
+                sum(w.shape[0] for w, _, _ in self.projections.values()))
+
+    def workspace_shapes(self, in_specs, out_specs):
+        if not self.projected or out_specs[0].numel == 0:
+            return []
+        return [(self.projection_rows(in_specs), np.float32)]
+
+    def projected_inputs(self, inputs, in_specs, workspaces) -> tuple[list, list]:
+        """(arrays, element indices) of Q, K^T and V: with projections, the workspace the
+        one GEMM writes and where each role's band of columns sits in it."""
+        if not self.projected:
+            return list(inputs[:3]), [None] * 3
+        rows, width = self.projection_rows(in_specs)
+        qkv = self.scratch(rows, width)
+        weights = [self.projections[r][0] for r in self.ROLES]
+        biases = [self.projections[r][1] if self.projections[r][1] is not None
+                  else np.zeros(w.shape[0], np.float32) for r, w in zip(self.ROLES, weights)]
+        self.launches.append(projection_launch(self, rows, np.concatenate(weights),
+                                               np.concatenate(biases), inputs[0].data,
+                                               qkv.data))
+        columns = np.arange(rows * width, dtype=np.int64).reshape(rows, width)
+        bands, start = [], 0
+        for w in weights:
+            bands.append(columns[:, start:start + w.shape[0]])
+            start += w.shape[0]
+        return [qkv] * 3, bands
+
+    def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
-        q, kt, v = (self.moved(role, s.shape) for role, s in zip(self.ROLES, in_specs))
+        stored = self.stored_shapes(in_specs)
+        q, kt, v = (self.moved(role, s) for role, s in zip(self.ROLES, stored))
         batch, length, source = self.batch, self.length, self.source
         self.launches = []
         if out_specs[0].numel == 0:
@@ -314,18 +351,21 @@ class FusedAttention(_AttentionLaunches, attention.FusedAttention):
         if max(q[-1], v[-1]) > MAX_FUSED_HEAD:
             return self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
                                           f"heads wider than {MAX_FUSED_HEAD} values")
-        k_view = transposed(self.view("k", in_specs[1].shape, batch + (kt[-2], source),
-                                      inputs[1]))
+        self.take_workspaces(workspaces, in_specs, out_specs)
+        arrays, bands = self.projected_inputs(inputs, in_specs, workspaces)
+        k_view = transposed(self.view("k", stored[1], batch + (kt[-2], source), arrays[1],
+                                      bands[1]))
         mask = None
         if self.masked:
-            m = in_specs[3]
-            mask = (inputs[3], strided(m.shape, batch + (length, source)), ADD, m.dtype)
-        self.launches = [self.fused_launch(
+            m = in_specs[self.mask_index]
+            mask = (inputs[self.mask_index], strided(m.shape, batch + (length, source)), ADD,
+                    m.dtype)
+        self.launches.append(self.fused_launch(
             length, source, q[-1], v[-1],
-            self.view("q", in_specs[0].shape, batch + (length, q[-1]), inputs[0]), k_view,
-            self.view("v", in_specs[2].shape, batch + (source, v[-1]), inputs[2]),
+            self.view("q", stored[0], batch + (length, q[-1]), arrays[0], bands[0]), k_view,
+            self.view("v", stored[2], batch + (source, v[-1]), arrays[2], bands[2]),
             self.view("o", out_specs[0].shape, batch + (length, v[-1]), outputs[0]),
-            self.scale, mask, causal=False, safe=False)]
+            self.scale, mask, causal=False, safe=False))
 
 
 @register(backend="opencl")

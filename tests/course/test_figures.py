@@ -94,4 +94,5 @@ def test_the_attention_figure_shows_the_sizes_the_layer_gives_its_kernel():
     assert f"heads of {HEAD}: WG={gpu['WG']} query rows per group, BK={gpu['BK']} keys" in drawn
     assert f"(WG={cpu['WG']}, BK={cpu['BK']} on a CPU device)" in drawn
     assert gpu != cpu, "the figure says the two differ"
+    assert gpu["KSPLIT"] == 1, "the figure draws one query row per work-item"
     assert f"{gpu['WG']}×{gpu['BK']}" in drawn    # the tile of scores, in registers

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import kuiper
-from kuiper import OperatorError
+from kuiper import KuiperError, OperatorError
 from kuiper.testing import assert_close, run_operator
 
 T = torch.from_numpy
@@ -569,3 +569,39 @@ def test_fused_attention_operator_reads_through_permutes(backend, rng, moves):
     if "o_perm" in params:
         expected = expected.permute(0, 2, 1, 3)
     assert_close(y, expected.numpy(), what=f"{moves} on {backend}")
+
+
+@pytest.mark.parametrize("biases", ["all", "none", "k_only"])
+def test_fused_attention_operator_with_its_projections(backend, rng, biases):
+    """`projected`: Q, K and V computed inside from x by the three linear layers the pass
+    absorbed (one GEMM with the weights side by side on OpenCL), split into heads of different
+    widths for V (Ev = 12, E = 8), through the head-split permutes, with a padding mask."""
+    b, t, h, e, ev, width = 2, 13, 3, 8, 12, 20
+    x = rand(rng, b, t, width)
+    w = {"q": rand(rng, h * e, width), "k": rand(rng, h * e, width), "v": rand(rng, h * ev, width)}
+    bias = {r: rand(rng, len(w[r])) for r in "qkv"
+            if biases == "all" or (biases == "k_only" and r == "k")}
+    mask = np.where(rng.random((b, 1, 1, t)) < 0.2, -1e4, 0.0).astype(np.float32)
+    params = {"scale": 0.3, "masked": True, "projected": True, "q_perm": [0, 2, 1, 3],
+              "k_perm": [0, 2, 3, 1], "v_perm": [0, 2, 1, 3], "o_perm": [0, 2, 1, 3],
+              "q_shape": [b, t, h, e], "k_shape": [b, t, h, e], "v_shape": [b, t, h, ev]}
+    weights = {f"{r}_weight": w[r] for r in "qkv"} | {f"{r}_bias": bias[r] for r in bias}
+    (y,) = run_operator("kuiper.fused_attention", [x, mask], params=params, weights=weights,
+                        backend=backend)
+    proj = {r: T(x) @ T(w[r]).T + (T(bias[r]) if r in bias else 0.0) for r in "qkv"}
+    q = proj["q"].reshape(b, t, h, e).permute(0, 2, 1, 3)
+    k = proj["k"].reshape(b, t, h, e).permute(0, 2, 1, 3)
+    v = proj["v"].reshape(b, t, h, ev).permute(0, 2, 1, 3)
+    expected = torch.softmax(q @ k.transpose(-1, -2) * 0.3 + T(mask), dim=-1) @ v
+    assert_close(y, expected.permute(0, 2, 1, 3).numpy(), what=f"{biases} on {backend}")
+
+
+def test_fused_attention_projections_that_do_not_fit_x(rng):
+    """A q_shape that x cannot be projected to is a clear error naming the role."""
+    x = rand(rng, 1, 5, 8)
+    params = {"scale": 1.0, "masked": False, "projected": True, "q_shape": [1, 5, 2, 3],
+              "k_shape": [1, 5, 2, 4], "v_shape": [1, 5, 2, 4]}
+    weights = {"q_weight": rand(rng, 8, 8), "k_weight": rand(rng, 8, 8),
+               "v_weight": rand(rng, 8, 8)}
+    with pytest.raises(KuiperError, match="q_shape"):
+        run_operator("kuiper.fused_attention", [x], params=params, weights=weights)

@@ -157,6 +157,9 @@ def test_the_head_split_permutes_are_absorbed(exported, backend):
     assert not [op.name for op in steps if op.type in ("Tensor.permute", "torch.permute")]
     fused = next(op for op in steps if op.type == FUSED)
     assert {"q_perm", "k_perm", "v_perm", "o_perm"} <= set(fused.params)
+    # the three projections of x are the fused operator's one GEMM: only the output's is left
+    assert fused.params["projected"]
+    assert [op.name for op in steps if op.type == "nn.Linear"] == ["o"]
 
 
 class OtherLayouts(nn.Module):

@@ -37,7 +37,10 @@ PRODUCERS = {
     "nn.Linear": (lambda: nn.Linear(6, 5), (3, 6)),
     "F.linear": (lambda: FunctionalLinear(6, 5), (3, 2, 6)),
     "torch.matmul": (lambda: MatmulByWeight(6, 5), (2, 3, 6)),
+    "nn.MultiheadAttention": (lambda: SelfAttention(8, 2), (2, 5, 8)),
 }
+# nn.MultiheadAttention traces differently at each call: pnnx's check of the trace must be off
+EXPORT_OPTIONS = {"nn.MultiheadAttention": {"check_trace": False}}
 
 
 class FunctionalLinear(nn.Module):
@@ -57,6 +60,17 @@ class MatmulByWeight(nn.Module):
 
     def forward(self, x):
         return torch.matmul(x, self.weight)
+
+
+class SelfAttention(nn.Module):
+    """nn.MultiheadAttention's output alone: the epilogue goes into its output projection."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
 
 
 # name -> the activation module (what pnnx writes for each is checked by the plan)
@@ -117,7 +131,8 @@ def exported(export_model, producer: str, residual: str):
     rng = np.random.default_rng(5)
     inputs = inputs_of(producer, rng)
     path = export_model(f"fusion_{producer}_{residual}".replace(".", "_"), module,
-                        tuple(torch.from_numpy(a) for a in inputs))
+                        tuple(torch.from_numpy(a) for a in inputs),
+                        **EXPORT_OPTIONS.get(producer, {}))
     return path, module, inputs
 
 
@@ -142,9 +157,10 @@ def check_fused_and_correct(path, module, inputs, backend: str, residual: str) -
 
 
 # A representative subset runs in the normal run (each export holds every activation); the
-# whole matrix, 33 exports run on both backends (minutes on a 2-core machine), is marked slow.
+# whole matrix, 36 exports run on both backends (minutes on a 2-core machine), is marked slow.
 SUBSET = {("nn.Conv2d", "before"), ("nn.Conv2d-depthwise", "after"),
-          ("nn.ConvTranspose2d", "after"), ("nn.Linear", "none"), ("torch.matmul", "before")}
+          ("nn.ConvTranspose2d", "after"), ("nn.Linear", "none"), ("torch.matmul", "before"),
+          ("nn.MultiheadAttention", "after")}
 MATRIX = [pytest.param(p, r, marks=() if (p, r) in SUBSET else pytest.mark.slow)
           for p in PRODUCERS for r in RESIDUAL]
 

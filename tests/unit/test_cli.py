@@ -274,7 +274,10 @@ def test_bench_with_references(tiny):
     out = result.stdout
     table = [line for line in out.splitlines() if line.startswith(("kuiper ", "torch ",
                                                                    "onnxruntime "))]
-    assert len(table) == len(backends.split(",")) + 2, out
+    # one row per backend, OpenCL's again with its data on the device, then the two references
+    device_io = [line for line in table if line.startswith("kuiper opencl, device I/O")]
+    assert len(device_io) == (backends == "cpu,opencl"), out
+    assert len(table) == len(backends.split(",")) + len(device_io) + 2, out
     assert "1.00x" in next(line for line in table if line.startswith("torch"))
     assert "per-operator time" in out and "nn.Conv2d" in out
     for line in table:  # max |diff| against kuiper cpu: every column computed the same thing

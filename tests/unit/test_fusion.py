@@ -155,7 +155,25 @@ PRODUCERS = {
                   "@bias=(4)f32", {"weight": (4, 6), "bias": (4,)},
                   lambda x, w: F.linear(x, w["weight"], w["bias"])),
     "pnnx.Expression": ((2, 3, 5), "expr=sub(mul(@0,3),1)", {}, lambda x, w: x * 3 - 1),
+    # the activation goes into the output projection (self-attention, the output alone)
+    "nn.MultiheadAttention": ((2, 7, 8), "add_bias_kv=False add_zero_attn=False batch_first=True "
+                              "bias=True embed_dim=8 kdim=8 num_heads=2 vdim=8 "
+                              "@in_proj_bias=(24)f32 @in_proj_weight=(24,8)f32 "
+                              "@out_proj.bias=(8)f32 @out_proj.weight=(8,8)f32",
+                              {"in_proj_weight": (24, 8), "in_proj_bias": (24,),
+                               "out_proj.weight": (8, 8), "out_proj.bias": (8,)},
+                              lambda x, w: self_attention(x, w, heads=2)),
 }
+
+
+def self_attention(x, w, heads: int):
+    """nn.MultiheadAttention(batch_first=True)(x, x, x)[0] with the weights in `w`."""
+    seq_first = x.transpose(0, 1)
+    y, _ = F.multi_head_attention_forward(
+        seq_first, seq_first, seq_first, x.shape[-1], heads, w["in_proj_weight"],
+        w["in_proj_bias"], None, None, False, 0.0, w["out_proj.weight"], w["out_proj.bias"],
+        training=False, need_weights=False)
+    return y.transpose(0, 1)
 ACTIVATIONS = {"nn.ReLU": F.relu, "F.relu": F.relu, "nn.ReLU6": F.relu6, "F.relu6": F.relu6}
 
 

@@ -135,9 +135,10 @@ def test_a_type_no_backend_knows_names_itself(empty_registry, monkeypatch):
 
 def test_each_backend_has_an_executor():
     from kuiper.cpu.executor import CPUExecutor
+    from kuiper.graph.backends import executor_class
     from kuiper.opencl.execution.executor import OpenCLExecutor
 
-    assert registry.executor_class("cpu") is CPUExecutor
-    assert registry.executor_class("opencl") is OpenCLExecutor
+    assert executor_class("cpu") is CPUExecutor
+    assert executor_class("opencl") is OpenCLExecutor
     with pytest.raises(ValueError, match="unknown backend 'cuda'"):
-        registry.executor_class("cuda")
+        executor_class("cuda")

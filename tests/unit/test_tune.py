@@ -190,8 +190,8 @@ def test_a_tune_makes_one_cache_flush_and_flushes_before_every_timed_run(monkeyp
                                                                           conv_model):
     """The flush's 64 MiB scratch buffer is made once per tune, not once per candidate; on a
     CPU device every timed run of every candidate follows a flush."""
-    from kuiper.opencl.execution import tuner as tune   # `kuiper tune`'s engine
     from kuiper.opencl.device.runtime import is_cpu
+    from kuiper.opencl.execution import tuner as tune
 
     made, flushes = [], []
     real_flush = tune.cache_flush
@@ -296,8 +296,8 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
                                                                         export_model):
     """A convolution followed by SiLU and a residual add is timed storing through that fused
     epilogue (what the model runs), and on a CPU device each timed run follows a cache flush."""
-    from kuiper.opencl.execution import tuner as tune   # `kuiper tune`'s engine
     from kuiper.opencl.device.runtime import OpenCLRuntime, is_cpu
+    from kuiper.opencl.execution import tuner as tune
 
     torch.manual_seed(0)
 
@@ -315,9 +315,9 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
     bound = []
     real_bind = type(problem.op.layer).bind
 
-    def spy(layer, *args):
-        bound.append((layer.epilogue, layer.residual))
-        return real_bind(layer, *args)
+    def spy(layer, *args, **kwargs):   # the executor hands epilogue= and residual= to bind
+        bound.append((kwargs.get("epilogue"), kwargs.get("residual")))
+        return real_bind(layer, *args, **kwargs)
 
     flushes = []
     real_flush = tune.cache_flush
@@ -334,6 +334,6 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
                                   flush=tune.cache_flush(runtime))
     assert seconds > 0
     ((epilogue, residual),) = bound
-    assert epilogue is problem.op.layer.epilogue and epilogue.residual is not None
+    assert epilogue is graph.plan.epilogues[problem.op.name] and epilogue.residual is not None
     assert residual is not None and residual.shape == (1, 4, 9, 11)
     assert len(flushes) == (3 if is_cpu(runtime.device) else 0)

@@ -34,7 +34,7 @@ import numpy as np
 
 from kuiper.core.dynamic_shapes import dynamic_readers
 from kuiper.core.errors import KuiperError
-from kuiper.core.ir import Observer, RuntimeOperator, operator_failure
+from kuiper.core.ir import Observer, RuntimeOperator, not_tensor_inputs, operator_failure
 from kuiper.core.log import warn
 from kuiper.core.plugins import call, reraise
 from kuiper.core.tensor_spec import TensorSpec
@@ -251,7 +251,7 @@ class OpenCLExecutor:
                 elif not _is_numeric(spec):   # a value with no numbers (expr=abc) has no bytes
                     raise op.error(f"output '{operand.name}' is not a tensor of numbers "
                                    f"({spec.dtype.name}): it cannot live on the OpenCL "
-                                   "device")
+                                   f"device{not_tensor_inputs(op, specs)}")
                 else:
                     outputs.append(new_array(operand.name, spec))
             if isinstance(layer, OpenCLLayer):
