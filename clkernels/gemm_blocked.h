@@ -57,10 +57,13 @@
 #define NV 1
 #endif
 
+#define U_ROW8(q) (ushort8)((q)[0], (q)[1], (q)[2], (q)[3], (q)[4], (q)[5], (q)[6], (q)[7])
+#define U_ROW16(q) (ushort16)(U_ROW8(q), U_ROW8((q) + 8))
 #if VW == 16
 #define floatB float16
-#define B_ROW(p) (float16)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], \
+#define F_ROW(p) (float16)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], \
                            p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
+#define H_ROW(p) kuiper_half_to_float16(U_ROW16((__global const ushort *)(p)))
 #define B_GATHER(k, o) (float16)(B_AT(k, q[o]), B_AT(k, q[o + 1]), B_AT(k, q[o + 2]),     \
     B_AT(k, q[o + 3]), B_AT(k, q[o + 4]), B_AT(k, q[o + 5]), B_AT(k, q[o + 6]),            \
     B_AT(k, q[o + 7]), B_AT(k, q[o + 8]), B_AT(k, q[o + 9]), B_AT(k, q[o + 10]),           \
@@ -72,25 +75,47 @@
 #define floatB float8
 // 8 scalar loads the compiler merges into one vector load (PoCL compiles vload8 to a function
 // call, which costs as much as the whole multiply-add block)
-#define B_ROW(p) (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
+#define F_ROW(p) (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
+#define H_ROW(p) kuiper_half_to_float8(U_ROW8((__global const ushort *)(p)))
 #define B_GATHER(k, o) (float8)(B_AT(k, q[o]), B_AT(k, q[o + 1]), B_AT(k, q[o + 2]),      \
     B_AT(k, q[o + 3]), B_AT(k, q[o + 4]), B_AT(k, q[o + 5]), B_AT(k, q[o + 6]),            \
     B_AT(k, q[o + 7]))
 #define EPILOGUE_B kuiper_epilogue8
 #define STORE_B STORE_8
 #endif
+// A row piece of B (half storage: its 16-bit values loaded one by one, which the compiler merges,
+// and converted as a vector, gemm.h), or of floats (the bias)
+#if HALF_B
+#define B_ROW H_ROW
+#else
+#define B_ROW F_ROW
+#endif
 
 // c_i (and d_i, the second vector when NV = 2) += A[row r_i, k] * B's row piece, for the 8
 // rows: eight (sixteen) vector multiply-adds. Written as a*b+c, not mad(): -cl-mad-enable
 // lets the compiler fuse it into one FMA instruction, whereas PoCL turns mad() on vectors into
 // a function call (3x slower).
+// A stored as half (a convolution's weight under fp16): the 8 values of a step of k are
+// converted together, as one vector (gemm.h), then broadcast: 8 conversions one at a time
+// cost more than the multiply-adds.
 #if NV == 2
-#define FMA_ROW(i, k) { const floatB a = (floatB)(A_AT(r##i, k)); c##i += a * bv; d##i += a * bw; }
+#define FMA_A(i, value) { const floatB a = (floatB)(value); c##i += a * bv; d##i += a * bw; }
 #else
-#define FMA_ROW(i, k) c##i += (floatB)(A_AT(r##i, k)) * bv
+#define FMA_A(i, value) c##i += (floatB)(value) * bv
 #endif
+#define FMA_ROW(i, k) FMA_A(i, A_AT(r##i, k))
+#if HALF_A
+#define A_BITS(r, k) ((__global const ushort *)A)[A_INDEX(r, k)]
+#define FMA_ROWS(k) {                                                                          \
+    const float8 av = kuiper_half_to_float8((ushort8)(A_BITS(r0, k), A_BITS(r1, k),           \
+        A_BITS(r2, k), A_BITS(r3, k), A_BITS(r4, k), A_BITS(r5, k), A_BITS(r6, k),             \
+        A_BITS(r7, k)));                                                                       \
+    FMA_A(0, av.s0); FMA_A(1, av.s1); FMA_A(2, av.s2); FMA_A(3, av.s3);                        \
+    FMA_A(4, av.s4); FMA_A(5, av.s5); FMA_A(6, av.s6); FMA_A(7, av.s7); }
+#else
 #define FMA_ROWS(k) FMA_ROW(0, k); FMA_ROW(1, k); FMA_ROW(2, k); FMA_ROW(3, k); \
                     FMA_ROW(4, k); FMA_ROW(5, k); FMA_ROW(6, k); FMA_ROW(7, k)
+#endif
 
 // Store the VW values of one vector of a row of the block (those left of column N), each
 // through the epilogue; `index` is the flat output index of the first value. A whole vector
@@ -106,7 +131,7 @@ inline void store_row(__global float *row, const int n, const int N, const float
         floatB b = (floatB)(row_bias);
         if (bias_mode == 2) {  // a linear layer's bias, one per column
             __global const float *column_bias = bias + n;
-            b = B_ROW(column_bias);
+            b = F_ROW(column_bias);
         }
         const floatB w = EPILOGUE_B(v + b, residual, index);
         __global float *out = row + n;
@@ -185,13 +210,13 @@ __kernel void gemm_blocked(GEMM_ARGS)
         if (full) {
             for (int k = kc; k < k_end; ++k) {
 #if PACKED_B
-                __global const float *b = B + k * BLOCK_N;
+                __global const B_ELEM *b = B + k * BLOCK_N;
 #else
-                __global const float *b = B + k * N + n;
+                __global const B_ELEM *b = B + k * N + n;
 #endif
                 const floatB bv = B_ROW(b);
 #if NV == 2
-                __global const float *b2 = b + VW;
+                __global const B_ELEM *b2 = b + VW;
                 const floatB bw = B_ROW(b2);
 #endif
                 FMA_ROWS(k);

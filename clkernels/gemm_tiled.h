@@ -87,24 +87,6 @@
 #define COL_OF(j) (tn + (j) * LOCAL_N)
 #endif
 
-// `count` (<= VEC) floats from p to out[0..VEC-1], zeros for the rest: one vector load when the
-// whole vector is inside the matrix, guarded scalar loads at its edge.
-inline void fetch_vector(__global const float *p, const int count, float *out)
-{
-#if VEC > 1
-    if (count >= VEC) {
-#if VEC == 4
-        vstore4(vload4(0, p), 0, out);
-#else
-        vstore2(vload2(0, p), 0, out);
-#endif
-        return;
-    }
-#endif
-    for (int e = 0; e < VEC; ++e)
-        out[e] = e < count ? p[e] : 0.0f;
-}
-
 // Vector v of A's slab starting at (m0, k0): where it is in the slab (m, k of its first
 // element) follows the stored order, so consecutive work-items read consecutive addresses.
 #if TRANS_A   // stored K x M: the VEC elements run along m
@@ -167,7 +149,7 @@ void gemm_tiled(GEMM_ARGS)
         A_SLAB_POS(v, m, k);                                                                \
         const int gm = m0 + m, gk = (k0) + k;                                               \
         const int count = v < TILE_M * TILE_K / VEC ? A_COUNT(gm, gk) : 0;                  \
-        fetch_vector(&A_AT(min(gm, M - 1), min(gk, K - 1)), count, ra + l * VEC);           \
+        LOAD_A_VECTOR(A + A_INDEX(min(gm, M - 1), min(gk, K - 1)), count, VEC, ra + l * VEC); \
     }                                                                                       \
     for (int l = 0; l < B_VECTORS; ++l) {                                                   \
         const int v = tid + l * THREADS;                                                    \
@@ -175,7 +157,7 @@ void gemm_tiled(GEMM_ARGS)
         B_SLAB_POS(v, k, n);                                                                \
         const int gk = (k0) + k, gn = n0 + n;                                               \
         const int count = v < TILE_K * TILE_N / VEC ? B_COUNT(gk, gn) : 0;                  \
-        fetch_vector(&B_AT(min(gk, K - 1), min(gn, N - 1)), count, rb + l * VEC);           \
+        LOAD_B_VECTOR(B + B_INDEX(min(gk, K - 1), min(gn, N - 1)), count, VEC, rb + l * VEC); \
     }
 // Registers -> local buffer `buf`.
 #define STORE_SLAB(buf)                                                                     \

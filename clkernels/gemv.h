@@ -23,10 +23,23 @@
 #define LANES 1
 #endif
 
-#define A_ROW8(r, k) (float8)(A_AT(r, k), A_AT(r, k + 1), A_AT(r, k + 2), A_AT(r, k + 3), \
-                              A_AT(r, k + 4), A_AT(r, k + 5), A_AT(r, k + 6), A_AT(r, k + 7))
-#define B_COL8(k, j) (float8)(B_AT(k, j), B_AT(k + 1, j), B_AT(k + 2, j), B_AT(k + 3, j), \
-                              B_AT(k + 4, j), B_AT(k + 5, j), B_AT(k + 6, j), B_AT(k + 7, j))
+// 8 values along k, as one vector. A half operand (the weight under fp16) is loaded as 8
+// 16-bit values and converted as one vector (gemm.h says why).
+#define EIGHT(AT, T, r, k) (T)(AT(r, k), AT(r, k + 1), AT(r, k + 2), AT(r, k + 3), \
+                               AT(r, k + 4), AT(r, k + 5), AT(r, k + 6), AT(r, k + 7))
+#define A_BITS_AT(r, k) ((__global const ushort *)A)[A_INDEX(r, k)]
+#define B_BITS_AT(j, k) ((__global const ushort *)B)[B_INDEX(k, j)]
+#define B_AT_COL(j, k) B_AT(k, j)
+#if HALF_A
+#define A_ROW8(r, k) kuiper_half_to_float8(EIGHT(A_BITS_AT, ushort8, r, k))
+#else
+#define A_ROW8(r, k) EIGHT(A_AT, float8, r, k)
+#endif
+#if HALF_B
+#define B_COL8(k, j) kuiper_half_to_float8(EIGHT(B_BITS_AT, ushort8, j, k))
+#else
+#define B_COL8(k, j) EIGHT(B_AT_COL, float8, j, k)
+#endif
 
 __kernel void gemv(GEMM_ARGS)
 {

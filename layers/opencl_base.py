@@ -27,6 +27,9 @@ allocated or bound:
 - `epilogue_in_kernel`: its kernels store through a fused epilogue (kuiper/passes/epilogue.py),
   so bind takes `epilogue=` and `residual=` (the device array the epilogue adds, or None).
   Other producers are followed by one epilogue kernel instead.
+- `reduced_precision`: its GEMMs may compute in tf32 or fp16 (kuiper/passes/
+  plan_precision.py decides), so `workspace_shapes` and `bind` take `precision=` ("fp32",
+  "tf32" or "fp16": the plan's decision for this operator).
 
 A layer gets only the keyword arguments it declared; the plain case is the four arguments:
 
@@ -142,6 +145,8 @@ class OpenCLLayer(Layer):
     writes_in_place: ClassVar[bool] = False
     # bind takes `epilogue=` and `residual=` and its kernels store through the epilogue
     epilogue_in_kernel: ClassVar[bool] = False
+    # workspace_shapes and bind take `precision=` (its GEMMs may compute in tf32 / fp16)
+    reduced_precision: ClassVar[bool] = False
 
     runtime: Any = None
     host_fallback: Any = None  # a HostFallback, see fall_back_to_host
@@ -244,28 +249,30 @@ class OpenCLLayer(Layer):
             kinds[0] = view_of(self.view_of_input)
         return kinds
 
-    def workspace_shapes(self, in_specs: Sequence[TensorSpec],
-                         out_specs: Sequence[TensorSpec]) -> list[tuple[tuple[int, ...], Any]]:
+    def workspace_shapes(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec],
+                         **decisions: Any) -> list[tuple[tuple[int, ...], Any]]:
         """The scratch arrays `bind` will take as `workspaces=`, as (shape, dtype), in order:
         intermediate results valid only while this layer's launches run (im2col's column
         matrix, Winograd's transformed tiles, split-K's partial sums), so the memory planner
-        hands the same bytes to every layer. None by default."""
+        hands the same bytes to every layer. None by default. A layer that declares
+        `reduced_precision` gets `precision=` here too (its choice of kernels may depend on it).
+        """
         return []
 
-    def own_workspaces(self, in_specs: Sequence[TensorSpec],
-                       out_specs: Sequence[TensorSpec]) -> list[Any]:
-        """Fresh device arrays for `workspace_shapes`: for a layer bound by hand, outside an
-        executor (tests, lessons)."""
+    def own_workspaces(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec],
+                       **decisions: Any) -> list[Any]:
+        """Fresh device arrays for `workspace_shapes` (`decisions`: its keyword arguments, as
+        `precision=`): for a layer bound by hand, outside an executor (tests, lessons)."""
         return [self.runtime.empty(tuple(shape), dtype)
-                for shape, dtype in self.workspace_shapes(in_specs, out_specs)]
+                for shape, dtype in self.workspace_shapes(in_specs, out_specs, **decisions)]
 
     # --- the build step ---------------------------------------------------------------------
     def bind(self, inputs: Sequence[Any], outputs: Sequence[Any], in_specs: Sequence[TensorSpec],
              out_specs: Sequence[TensorSpec]) -> None:
         """Create the kernels and set their arguments (`self.launches`). `outputs` are the
         arrays the executor placed as `output_kinds` said (a view output is already the view;
-        a HOST_ONLY one is None). Layers that declared them also get `workspaces=` and
-        `epilogue=`/`residual=` (see the module docstring)."""
+        a HOST_ONLY one is None). Layers that declared them also get `workspaces=`,
+        `epilogue=`/`residual=` and `precision=` (see the module docstring)."""
         raise NotImplementedError(f"{type(self).__name__}.bind")
 
     def enqueue(self, queue, wait_for: Sequence[Any]) -> list[Any]:

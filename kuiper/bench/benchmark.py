@@ -36,7 +36,8 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
               threads: int, input_shapes=None, device: str | None = None, top: int = 15,
               rounds: int = 5, params=None, trust_model_code: bool = False,
               seconds: float | None = None, as_json: bool = False, trace: str | None = None,
-              plot: str | None = None, memory: str | None = None, passes=None) -> int:
+              plot: str | None = None, memory: str | None = None, passes=None,
+              precision: str = "fp32") -> int:
     from kuiper.graph.load import load
     from kuiper.graph.summary import human, operator_rows
     from kuiper.io.inputs import random_inputs
@@ -59,7 +60,7 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
 
     args = {"warmup": warmup, "repeat": repeat, "threads": threads, "device": device, "top": top,
             "params": params, "trust_model_code": trust_model_code, "plot": plot,
-            "memory": memory, "passes": passes}
+            "memory": memory, "passes": passes, "precision": precision}
     jobs: list[tuple[str, Callable]] = []
     for b in backends:
         jobs.append((f"kuiper {b}", lambda b=b: bench_kuiper(path, b, inputs, args)))

@@ -19,6 +19,12 @@ from kuiper.io.trace import spans_of
 log = logging.getLogger("kuiper.bench")
 
 
+def precision_label(args: dict) -> str:
+    """' tf32' / ' fp16' after a Kuiper column's backend, nothing for fp32."""
+    precision = args.get("precision", "fp32")
+    return f" {precision}" if precision != "fp32" else ""
+
+
 def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) -> Column:
     from kuiper.graph.load import load
 
@@ -39,10 +45,11 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
 
     def load_graph(**extra):
         return load(path, backend=backend, input_shapes=[x.shape for x in inputs],
-                    params=args["params"], passes=args.get("passes"), **options, **extra)
+                    params=args["params"], passes=args.get("passes"),
+                    precision=args.get("precision", "fp32"), **options, **extra)
 
     graph = load_graph()
-    label = f"kuiper {backend}"
+    label = f"kuiper {backend}" + precision_label(args)
     if backend == "opencl":
         label += f" ({graph.executor.runtime.device.name.strip()})"
     column = Column(label)
@@ -72,10 +79,12 @@ def bench_kuiper_device(path: str, inputs: list[np.ndarray], args: dict) -> Colu
     if args.get("memory"):
         options["memory"] = args["memory"]
     graph = load(path, backend="opencl", input_shapes=[x.shape for x in inputs],
-                 params=args["params"], passes=args.get("passes"), **options)
+                 params=args["params"], passes=args.get("passes"),
+                 precision=args.get("precision", "fp32"), **options)
     runtime = graph.executor.runtime
     on_device = [runtime.to_device(x) for x in inputs]
-    column = Column(f"kuiper opencl, device I/O ({runtime.device.name.strip()})")
+    column = Column(f"kuiper opencl{precision_label(args)}, device I/O "
+                    f"({runtime.device.name.strip()})")
     column.outputs = [y.get() for y in graph.forward(*on_device, device_outputs=True)]
 
     def run():

@@ -44,10 +44,12 @@ class Trace:
 
 
 def trace_backend(path: str, backend: str, inputs: list[np.ndarray], device: str | None = None,
-                  params=None, passes=None) -> tuple[Trace, RuntimeGraph]:
+                  params=None, passes=None, precision: str = "fp32") -> tuple[Trace, RuntimeGraph]:
     options = {"device": device} if backend == "opencl" and device else {}
-    # (an observed run is unfused whatever the passes: every operator's own output is seen)
-    graph = load(path, backend=backend, params=params, passes=passes, **options)
+    # (an observed run is unfused whatever the passes: every operator's own output is seen;
+    # it keeps the precision, which changes values, not which operators run)
+    graph = load(path, backend=backend, params=params, passes=passes, precision=precision,
+                 **options)
     # Warm-up, observed as the recorded run is: an observed run runs every operator unfused,
     # on OpenCL from kernels of its own (built and compiled on the first such run), so a
     # warm-up without an observer would leave their one-time compile in the "ms" column.
@@ -104,12 +106,14 @@ def relative(diff: float, ref) -> float:
 
 def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarray] | None,
             device: str | None = None, rtol: float = RTOL, params=None,
-            as_json: bool = False, passes=None) -> int:
+            as_json: bool = False, passes=None, precision: str = "fp32") -> int:
     """Run, print the per-operator table, return the process exit code (1 on a mismatch).
 
     A difference over the tolerance is marked with `!`, and the first operator that has one
     with `>>`: errors propagate, so that is where to look. `as_json`: the same facts as one
-    JSON document (operators, outputs, first_bad, ok) instead of the text."""
+    JSON document (operators, outputs, first_bad, ok) instead of the text. `precision`: every
+    backend loads the model with it (the cpu one computes fp32 anyway: against it, the
+    difference is the reduced precision's error; see kuiper/DESIGN.md for its bounds)."""
     traces, graph = [], None
     for backend in backends:
         if graph is None:
@@ -118,7 +122,7 @@ def compare(path: str, backends: list[str], against: list[str], x: list[np.ndarr
                 rng = np.random.default_rng(0)
                 x = [rng.standard_normal(p.shape).astype(p.dtype) if p.dtype.kind == "f"
                      else np.zeros(p.shape, p.dtype) for p in probe.inputs]
-        trace, graph = trace_backend(path, backend, x, device, params, passes)
+        trace, graph = trace_backend(path, backend, x, device, params, passes, precision)
         traces.append(trace)
     torch_trace = trace_torch(path, x, params) if "torch" in against else None
 

@@ -12,6 +12,7 @@ from kuiper.cli.options import (
     add_memory_plan_option,
     add_pass_option,
     add_plugin_option,
+    add_precision_option,
     check_model_path,
     comma_list,
     load_plugins,
@@ -49,6 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--input-shape", type=shape_list, metavar="SHAPE",
                    help="input size, e.g. 1x3x224x224 (default: the exported one)")
     p.add_argument("--device", help="OpenCL device (see `kuiper devices`)")
+    add_precision_option(p)
     add_memory_plan_option(p)
     p.add_argument("--top", type=int, default=15, help="operators listed in the profile "
                    "(default: %(default)s; 0 hides the profile)")
@@ -83,4 +85,5 @@ def run_command(args: argparse.Namespace) -> int:
                      args.threads, args.input_shape, args.device, args.top, args.rounds, params,
                      trust_model_code=args.trust_model_code, seconds=args.seconds,
                      as_json=args.json, trace=args.trace, plot=args.plot,
-                     memory=args.memory_plan, passes=passes_from(args))
+                     memory=args.memory_plan, passes=passes_from(args),
+                     precision=getattr(args, "precision", "fp32"))

@@ -10,6 +10,7 @@ from kuiper.bench.compare import compare
 from kuiper.cli.options import (
     add_pass_option,
     add_plugin_option,
+    add_precision_option,
     check_model_path,
     comma_list,
     load_plugins,
@@ -40,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="OpenCL device (as PYOPENCL_CTX, or part of its name)")
     p.add_argument("--rtol", type=tolerance_factor, default=RTOL,
                    help="tolerance factor (default %(default)g)")
+    add_precision_option(p)
     add_json_option(p)
     add_plugin_option(p)
     add_pass_option(p)
@@ -69,4 +71,5 @@ def run_command(args: argparse.Namespace) -> int:
                                     f"{len(args.input)} --input file(s)")
         x = [load_input(path, port) for path, port in zip(args.input, ports)]
     return compare(args.model, args.backends, args.against, x, args.device, args.rtol, params,
-                   as_json=args.json, passes=passes_from(args))
+                   as_json=args.json, passes=passes_from(args),
+                   precision=getattr(args, "precision", "fp32"))

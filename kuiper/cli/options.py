@@ -145,9 +145,21 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-shape", type=shape_list, metavar="SHAPE",
                    help="run at another input size, e.g. 4x3x160x160 (several inputs: "
                    "comma-separated)")
+    add_precision_option(p)
     add_memory_plan_option(p)
     add_plugin_option(p)
     add_pass_option(p)
+
+
+def add_precision_option(p: argparse.ArgumentParser) -> None:
+    """--precision: what `kuiper.load(..., precision=...)` takes (kuiper/core/precision.py)."""
+    from kuiper.core.precision import PRECISIONS
+
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="where GEMM-based layers compute: fp32 (exact, the default), tf32 or "
+                   "fp16 (tensor cores on an OpenCL device that has them, sums in fp32; fp16 "
+                   "also stores their weights as half; softmax, norms and the rest stay fp32; "
+                   "the cpu backend computes fp32)")
 
 
 def add_memory_plan_option(p: argparse.ArgumentParser) -> None:
@@ -170,7 +182,8 @@ def load_model(args: argparse.Namespace, **options):
     check_model_path(args.model)
     params = load_plugins(args)
     return load(args.model, backend=args.backend, input_shapes=args.input_shape,
-                params=params, passes=passes_from(args), **options)
+                params=params, passes=passes_from(args),
+                precision=getattr(args, "precision", "fp32"), **options)
 
 
 def convert_model_argument(args: argparse.Namespace) -> None:

@@ -3,7 +3,9 @@ and linear layer on the device, and keep the winners in the tuning cache, which 
 automatically.
 
 For each distinct problem of the model (a convolution's ConvProblem, the GEMM shape of a linear
-layer or of a transposed convolution), every algorithm that can run it
+layer or of a transposed convolution, at the --precision the model will be loaded with: the
+tensor-core kernels compete under tf32 / fp16, and the winners are kept per precision), every
+algorithm that can run it
 (layers/opencl_conv/selector.py) is bound with each of its parameter sets, on a fresh
 copy of the layer with its own buffers, and timed: one warm-up run (the kernels are compiled
 at bind time, before it), then `--runs` timed runs, each measured on the device from OpenCL
@@ -32,7 +34,13 @@ import argparse
 import contextlib
 import logging
 
-from kuiper.cli.options import add_plugin_option, check_model_path, load_plugins, shape_list
+from kuiper.cli.options import (
+    add_plugin_option,
+    add_precision_option,
+    check_model_path,
+    load_plugins,
+    shape_list,
+)
 from kuiper.core.errors import KuiperError
 from kuiper.core.table import format_table
 from kuiper.io.jsonout import add_json_option, emit
@@ -63,6 +71,7 @@ def add_parser(sub) -> None:
                        "those the cache holds")
     p.add_argument("--budget", type=float, metavar="SECONDS", help="start no new candidate "
                    "after this many seconds; what was measured is kept (run again to go on)")
+    add_precision_option(p)
     add_plugin_option(p)
     add_json_option(p)
     p.set_defaults(func=run_command)
@@ -81,7 +90,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise KuiperError(f"--budget {budget}: give a number of seconds above 0")
     options = {"device": args.device} if args.device else {}
     graph = load(args.model, backend="opencl", input_shapes=args.input_shape,
-                        params=load_plugins(args), **options)
+                 params=load_plugins(args), precision=getattr(args, "precision", "fp32"), **options)
     device = graph.executor.runtime.device
 
     def keep(problem) -> None:  # each winner at once: an interrupted tune keeps it

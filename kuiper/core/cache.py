@@ -3,6 +3,7 @@
     <cache>/<stem>-<key>/      models converted by pnnx       kuiper/graph/convert.py
     <cache>/tuning.json        kernel timings, `kuiper tune`  kuiper/opencl/device/tuning_cache.py
     <cache>/vector_width.json  16-wide vectors on PoCL?       kuiper/opencl/device/vector_width.py
+    <cache>/tensor_cores.json  PTX mma on an NVIDIA GPU?      kuiper/opencl/device/tensor_cores.py
     <cache>/ocr/               the OCR capstone's models      kuiper/ocr/app.py
     <cache>/kernels/           compiled OpenCL programs       kuiper/opencl/device/binary_cache.py
 

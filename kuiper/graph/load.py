@@ -17,7 +17,7 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
          plugins: Sequence[str | os.PathLike] = (),
          params: Mapping[str, Mapping[str, Any]] | None = None,
          limits: Limits | None = None, passes: Sequence[str] | None = None,
-         **backend_options: Any) -> RuntimeGraph:
+         precision: str = "fp32", **backend_options: Any) -> RuntimeGraph:
     """Load a PNNX model and build it for `backend` ("cpu" or "opencl").
 
     `input_shapes` overrides the shapes the model was exported with (needed when the export has
@@ -31,8 +31,16 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
     while this graph runs.
 
     `passes`: the graph passes to run, by name (kuiper/graph/pipeline.py: fold_constants,
-    eliminate_dead, eliminate_noops, fuse_epilogues, plan_memory); None runs them all, and
-    `graph.plan.describe()` says what each one changed.
+    eliminate_dead, eliminate_noops, fuse_attention, fuse_epilogues, plan_precision,
+    plan_memory); None runs them all, and `graph.plan.describe()` says what each one changed.
+
+    `precision`: "fp32" (the default: exact float32), "tf32" or "fp16". With the reduced ones
+    the GEMM-based operators (linear, convolutions through their GEMMs, attention's projections)
+    may compute on tensor cores with inputs rounded to TF32 / half and sums in float32, on an
+    OpenCL device whose probe found them (kuiper/opencl/device/tensor_cores.py); fp16 also
+    stores those weights as half on every OpenCL device (activations stay float32). Softmax,
+    norms and everything else stay fp32; the cpu backend computes fp32 whatever is asked.
+    kuiper/DESIGN.md states the error bounds.
 
     `with kuiper.load(...) as g:` (or `g.close()`) releases the weights and the device
     buffers. Inputs and outputs by name: kuiper/graph/named_io.py.
@@ -46,7 +54,7 @@ def load(param_path: str | os.PathLike, bin_path: str | os.PathLike | None = Non
     param_path = arguments.path("param_path", param_path)
     input_shapes = arguments.input_shapes(input_shapes)
     options = dict(backend=backend, plugins=plugins, params=params, limits=limits,
-                   passes=passes, **backend_options)
+                   passes=passes, precision=precision, **backend_options)
     if not convert.is_convertible(param_path):
         return _built(param_path, bin_path, input_shapes, options)
     if bin_path is not None:

@@ -8,6 +8,7 @@ After shapes are inferred, each pass reads the graph and writes into one backend
     eliminate_noops   identity reshapes, casts, copies, expands: output is input   kuiper/passes/
     fuse_attention    matmul, scale, softmax, matmul: one fused attention          kuiper/passes/
     fuse_epilogues    activation / residual add folded into the producer before    kuiper/passes/
+    plan_precision    where GEMMs compute: fp32, or the tf32 / fp16 asked for      kuiper/passes/
     plan_memory       which operands share memory                                  kuiper/memory/
 
 Each pass is a function `pass(graph, plan) -> PassReport` in its own module, named after it.
@@ -28,9 +29,10 @@ from kuiper.passes.fold_constants import fold_constants
 from kuiper.passes.fuse_attention import fuse_attention
 from kuiper.passes.fuse_epilogues import fuse_epilogues
 from kuiper.passes.plan import Plan
+from kuiper.passes.plan_precision import plan_precision
 
 PIPELINE = (fold_constants, eliminate_dead, eliminate_noops, fuse_attention, fuse_epilogues,
-            plan_memory)
+            plan_precision, plan_memory)
 PASS_NAMES = tuple(p.__name__ for p in PIPELINE)
 
 def checked_names(names: Iterable[str] | None) -> tuple[str, ...]:

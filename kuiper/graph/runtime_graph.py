@@ -46,6 +46,7 @@ from kuiper.core.errors import (
 )
 from kuiper.core.ir import Observer, RuntimeOperand, RuntimeOperator, operator_failure
 from kuiper.core.log import warn
+from kuiper.core.precision import checked_precision
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.graph import arguments, named_io, pipeline, topo
 from kuiper.graph.backends import executor_class
@@ -115,7 +116,9 @@ class RuntimeGraph:
     kept module's tensors, not its plain Python attributes); the file's own values win.
     `backend_options` are the executor's keyword arguments, checked by name. `limits` caps
     the memory a model may ask for (kuiper/core/limits.py; default: from the environment).
-    `passes`: the graph passes to run (kuiper/passes/; None: all of them).
+    `passes`: the graph passes to run (kuiper/passes/; None: all of them). `precision`: "fp32"
+    (the default), "tf32" or "fp16", where the GEMM-based operators may compute
+    (kuiper/passes/plan_precision.py).
 
     Threads: one graph may be called from several threads. Calls are serialised by a lock (a
     call with a new input size rebuilds the graph, which the other calls must not see half
@@ -127,7 +130,8 @@ class RuntimeGraph:
                  backend: str = "cpu", plugins: Sequence[str | os.PathLike] = (),
                  params: Mapping[str, Mapping[str, Any]] | None = None,
                  limits: kuiper_limits.Limits | None = None,
-                 passes: Sequence[str] | None = None, **backend_options: Any):
+                 passes: Sequence[str] | None = None, precision: str = "fp32",
+                 **backend_options: Any):
         self.param_path = arguments.path("param_path", param_path)
         bin_path = arguments.optional_path("bin_path", bin_path)
         self.bin_path = bin_path or bin_beside(self.param_path)
@@ -141,6 +145,7 @@ class RuntimeGraph:
         self.limits = arguments.limits(limits) or kuiper_limits.Limits.from_environment()
         # unknown names: a KuiperError listing the passes
         self.passes = pipeline.checked_names(arguments.passes(passes))
+        self.precision = checked_precision(precision)
         if self.backend_options.get("fuse") is False:  # the CPU option from before the passes
             self.passes = tuple(n for n in self.passes if n != "fuse_epilogues")
         self.plan: Plan | None = None  # what the passes decided, made by build()
@@ -317,8 +322,10 @@ class RuntimeGraph:
     @property
     def unoptimized_plan(self) -> Plan:
         """Constant folding only: every other operator runs on its own, with its own output
-        (what an observer must see, and what `outputs=` of a fused value needs)."""
-        return self.plan_for(("fold_constants",) if "fold_constants" in self.passes else ())
+        (what an observer must see, and what `outputs=` of a fused value needs). The precision
+        decision stays: it changes values, not which operators run."""
+        kept = ("fold_constants", "plan_precision")
+        return self.plan_for(tuple(name for name in kept if name in self.passes))
 
     def _create_layers(self) -> None:
         found, missing = [], []

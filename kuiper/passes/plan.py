@@ -12,6 +12,8 @@ executor needs from it:
 - `step_inputs(op)`: the operands a step reads (its inputs, resolved, and the residual of its
   epilogue): what it waits for, and what must stay alive until it ran;
 - `epilogues`: {producer name: Epilogue} (kuiper/passes/epilogue.py);
+- `precision_of(op)`: where its GEMMs compute, "fp32", "tf32" or "fp16"
+  (kuiper/passes/plan_precision.py);
 - `serves(names)`: whether these operands keep their own values under this plan (a fused
   producer's raw output does not), else an executor runs `graph.unoptimized_plan`.
 
@@ -49,6 +51,10 @@ class Plan:
     # operator -> the operator that runs in its place (fuse_attention's kuiper.fused_attention)
     replaced: dict[str, Any] = field(default_factory=dict)
     unavailable: set[str] = field(default_factory=set)  # operands no step keeps the value of
+    # operator -> "tf32" or "fp16" where its GEMMs may compute in reduced precision (the
+    # others: fp32); `precision` is what the graph was loaded with
+    precisions: dict[str, str] = field(default_factory=dict)
+    precision: str = "fp32"
     reports: list[PassReport] = field(default_factory=list)
     memory: Any = None               # the memory planner's plan (kuiper/memory/), if any
 
@@ -62,6 +68,10 @@ class Plan:
     def runs(self, op) -> bool:
         return not (op.name in self.folded or op.name in self.dead or op.name in self.noops
                     or op.name in self.absorbed)
+
+    def precision_of(self, op) -> str:
+        """"fp32", "tf32" or "fp16": where the GEMMs of `op` (a step) compute."""
+        return self.precisions.get(op.name, "fp32")
 
     def step(self, op):
         """The operator that runs for `op`: `op` itself, or what a pass put in its place."""

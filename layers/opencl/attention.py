@@ -372,6 +372,10 @@ class FusedAttention(_AttentionLaunches, attention.FusedAttention):
 class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
     # a fused activation / residual add rides on the output projection's store
     epilogue_in_kernel = True
+    # the fused path's four projections run on the linear layers' GEMM (projection_launch) in
+    # the plan's precision; the attention kernel itself, and the unfused path, stay fp32
+    reduced_precision = True
+    precision = "fp32"      # the plan's, set by bind for the projections
 
     def falls_back(self) -> bool:
         """Masks together with add_bias_kv / add_zero_attn run the CPU layer."""
@@ -391,7 +395,7 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         r, d = self.roles, self.dims
         return r.query == r.key == r.value and d.kdim == d.vdim == d.embed_dim
 
-    def workspace_shapes(self, in_specs, out_specs):
+    def workspace_shapes(self, in_specs, out_specs, *, precision="fp32"):
         """In bind's order. Fused: the projected Q, K, V (one (tokens, 3E) buffer for
         self-attention), then the heads' results side by side. Unfused: the projected Q, K
         and V (K and V are constants of their own with add_bias_kv / add_zero_attn), the
@@ -412,8 +416,9 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         return [(shape, np.float32) for shape in shapes]
 
     def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None,
-             workspaces=()):
+             workspaces=(), precision="fp32"):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
+        self.precision = precision
         self.take_workspaces(workspaces, in_specs, out_specs)
         self.launches = []
         if self.falls_back():
@@ -433,7 +438,14 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         rows = self.length * self.n
         residual = residual.data if residual is not None else None
         self.launches.append(projection_launch(self, rows, self.w_out, self.b_out, concat.data,
-                                               output.data, epilogue, residual))
+                                               output.data, epilogue, residual,
+                                               precision=self.projection_precision()))
+
+    def projection_precision(self) -> str:
+        """The output projection's precision: the plan's on the fused path, whose projections
+        all run on projection_launch; fp32 on the unfused one, whose input projections run on
+        bgemm (matmul.cl) in fp32, so that one layer computes in one precision."""
+        return self.precision if self.fused() else "fp32"
 
     def seq(self, t: int, width: int, nn: int, col: int = 0) -> tuple[int, int]:
         """(offset of batch item nn, stride between positions) in a sequence buffer of t
@@ -462,7 +474,7 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
             self.launches.append(projection_launch(
                 self, length * n, np.concatenate([self.w_q, self.w_k, self.w_v]),
                 np.concatenate([self.b_q, self.b_k, self.b_v]), inputs[r.query].data,
-                qkv.data))
+                qkv.data, precision=self.precision))
             views = [self.heads_view(qkv, t, 3 * e, c * e)
                      for c, t in ((0, length), (1, source), (2, source))]
         else:
@@ -472,7 +484,8 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
                                    (r.value, self.w_v, self.b_v, source)):
                 projected = self.scratch(t * n, e)
                 self.launches.append(projection_launch(self, t * n, w, b, inputs[index].data,
-                                                       projected.data))
+                                                       projected.data,
+                                                       precision=self.precision))
                 views.append(self.heads_view(projected, t, e, 0))
         mask = None
         for index, padding in ((r.attn_mask, False), (r.key_padding_mask, True)):

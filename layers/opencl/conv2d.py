@@ -27,6 +27,7 @@ from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_conv import selector
 from kuiper.layers.opencl_conv.algorithms import ConvOperands, ConvProblem
 from kuiper.layers.opencl_gemm.launch import WeightBuffers
+from kuiper.layers.opencl_gemm.parameter_sets import computes_in
 
 
 def lift3(values, fill=1) -> tuple:
@@ -41,38 +42,45 @@ class ConvBind(WeightBuffers, OpenCLLayer):
 
     # every algorithm applies the fused epilogue in its own store (ConvOperands.epilogue)
     epilogue_in_kernel = True
+    # the GEMM algorithms compute in the plan's precision (ConvProblem.precision)
+    reduced_precision = True
     algorithm: str = ""
     algorithm_params: dict | None = None
     algorithm_reason: str = ""
+    computes: str = "fp32"      # what the bound kernels compute in (`kuiper info`)
 
-    def problem(self, in_specs) -> ConvProblem:
+    def problem(self, in_specs, precision: str = "fp32") -> ConvProblem:
         geo = self.geometry(in_specs[0].shape, self.weight_of(in_specs))
         return ConvProblem(n=geo.n, c=geo.c, cout=geo.cout, groups=self.groups,
                            size=lift3(geo.size), kernel=lift3(geo.kernel), out=lift3(geo.out),
                            stride=lift3(self.stride), dilation=lift3(self.dilation),
-                           pads=lift3(geo.pads, fill=(0, 0)), padding_mode=self.padding_mode)
+                           pads=lift3(geo.pads, fill=(0, 0)), padding_mode=self.padding_mode,
+                           precision=precision)
 
-    def choose(self, in_specs):
+    def choose(self, in_specs, precision: str = "fp32"):
         """(problem, algorithm, params, reason): the selector's decision for these shapes,
         made once and kept from `workspace_shapes` to the `bind` that follows it."""
-        problem = self.problem(in_specs)
+        problem = self.problem(in_specs, precision)
         chosen = getattr(self, "_chosen", None)
         if chosen is None or chosen[0] != problem:
             chosen = (problem, *selector.select(self, problem, self.runtime.device))
             self._chosen = chosen
         return chosen
 
-    def workspace_shapes(self, in_specs, out_specs):
-        problem, algorithm, params, _ = self.choose(in_specs)
+    def workspace_shapes(self, in_specs, out_specs, *, precision="fp32"):
+        problem, algorithm, params, _ = self.choose(in_specs, precision)
         shapes = algorithm.workspace_shapes(problem, params, self.runtime.device,
                                             weight_is_input=self.weight is None)
         return [(shape, np.float32) for shape in shapes]
 
     def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None,
-             workspaces=()):
-        problem, algorithm, params, reason = self.choose(in_specs)
+             workspaces=(), precision="fp32"):
+        problem, algorithm, params, reason = self.choose(in_specs, precision)
         self._chosen = None  # the next bind (a new size, a tuning candidate) chooses again
-        weight, bias = self.weight_buffers(inputs)
+        # a weight attribute read by a GEMM algorithm under fp16 is stored as half
+        half = (self.weight is not None and problem.precision == "fp16"
+                and "fp16" in algorithm.precisions)
+        weight, bias = self.weight_buffers(inputs, dtype=np.float16 if half else np.float32)
         # where each padded depth / row / column reads from (layers/common/conv_geometry.py)
         self.src_tables = [self.upload(conv_geometry.source_indices(length, pad,
                                                                     self.padding_mode))
@@ -85,9 +93,10 @@ class ConvBind(WeightBuffers, OpenCLLayer):
                        if host and self.bias is not None else None),
             tables=[t.data for t in self.src_tables],
             residual=residual.data if residual is not None else None,
-            epilogue=epilogue, workspaces=list(workspaces))
+            epilogue=epilogue, workspaces=list(workspaces), weight_half=half)
         self.algorithm, self.algorithm_params, self.algorithm_reason = (algorithm.name, params,
                                                                          reason)
+        self.computes = computes_in(params, half_weight=half)
         self.conv_problem = problem
         self.launches = algorithm.bind(self, problem, ops, params)
 

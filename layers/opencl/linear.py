@@ -1,4 +1,4 @@
-"""Linear on OpenCL: one launch of the GEMM of clkernels/gemm.h.
+"""Linear on OpenCL: the GEMM of clkernels/gemm.h (one launch, two for a split-K set).
 
 The input's leading axes are the GEMM's rows, so `x (rows, in) @ W^T` needs no reshaping on the
 device. The weight's layout depends on the kernel that reads it:
@@ -20,9 +20,18 @@ else the cost model's (layers/opencl_gemm/selection.py). On a GPU that set may s
 (clkernels/gemm_split_k.h): a transformer's layers at a few hundred tokens have too few output
 tiles to fill the device, so K is cut in slices computed side by side into a scratch buffer
 (`workspace_shapes`), and a second launch adds them with the bias and the epilogue.
+Under precision tf32 / fp16 (the plan's, kuiper/passes/plan_precision.py) the tensor-core GEMM
+(gemm_mma.h) competes where the device has it, and fp16 stores a weight attribute as half
+(F.linear's weight, an input, stays the graph's float32). The fp32 sets stay candidates at
+every precision, the split-K ones included: a split set computes in fp32 on gemm_tiled, reading
+a half weight as every gemm_tiled set does; a tensor-core set never splits K. The precision is
+part of the choice (`choose`), so `workspace_shapes` and `bind` agree on the set, hence on the
+scratch buffer.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from kuiper.core.registry import register
 from kuiper.layers.cpu import linear
@@ -31,8 +40,10 @@ from kuiper.layers.opencl_gemm.launch import (
     WeightBuffers,
     linear_gemm_launches,
     split_workspace,
+    weight_dtype,
     weight_stored_transposed,
 )
+from kuiper.layers.opencl_gemm.parameter_sets import computes_in
 from kuiper.layers.opencl_gemm.selection import select_gemm
 
 
@@ -40,9 +51,11 @@ from kuiper.layers.opencl_gemm.selection import select_gemm
 class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
     epilogue_in_kernel = True
     splits_k = True   # binds split-K sets (linear_gemm_launches): `kuiper tune` times them too
+    reduced_precision = True   # workspace_shapes and bind take precision= (the plan's)
     algorithm: str = ""
     algorithm_params: dict | None = None
     algorithm_reason: str = ""
+    computes: str = "fp32"      # what the bound kernels compute in (`kuiper info`)
 
     def gemm_shape(self, in_specs, out_specs) -> tuple[int, int, int]:
         """(rows, out_features, in_features): the GEMM's M, N, K."""
@@ -58,33 +71,38 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
                               and weight_stored_transposed(self.runtime.device, rows))
         return rows, n_out, n_in, 1, False, not transposed_at_bind
 
-    def choose(self, in_specs, out_specs) -> tuple[dict, str]:
-        """(parameter set, reason) for these shapes: the same answer for `workspace_shapes`
-        and the `bind` that follows it (select_gemm is deterministic)."""
+    def choose(self, in_specs, out_specs, precision: str = "fp32") -> tuple[dict, str]:
+        """(parameter set, reason) for these shapes at this precision: the same answer for
+        `workspace_shapes` and the `bind` that follows it (select_gemm is deterministic)."""
         rows, n_out, n_in, _, _, trans_b = self.gemm_problem(in_specs, out_specs)
         return select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b,
-                           split=True)
+                           precision=precision, split=True)
 
-    def workspace_shapes(self, in_specs, out_specs):
+    def workspace_shapes(self, in_specs, out_specs, *, precision="fp32"):
         rows, n_out, n_in = self.gemm_shape(in_specs, out_specs)
         if rows == 0 or n_out == 0:
             return []
-        params, _ = self.choose(in_specs, out_specs)
+        params, _ = self.choose(in_specs, out_specs, precision)
         return split_workspace(params, rows, n_out, n_in)
 
     def bind(self, inputs, outputs, in_specs, out_specs, *, epilogue=None, residual=None,
-             workspaces=()):
+             workspaces=(), precision="fp32"):
         rows, n_out, n_in, _, _, trans_b = self.gemm_problem(in_specs, out_specs)
         self.launches = []
         if rows == 0 or n_out == 0:
             return
-        params, reason = self.choose(in_specs, out_specs)
+        params, reason = self.choose(in_specs, out_specs, precision)
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
+        # a weight attribute is stored as the precision says (half under fp16); an input as is
+        dtype = weight_dtype(precision) if self.weight is not None else np.float32
         # trans_b is False only for a weight attribute: the CPU twin made its W^T (weight_t)
-        w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t)
+        w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t,
+                                   dtype=dtype)
+        half = dtype == np.float16
+        self.computes = computes_in(params, half_weight=half)
         residual = residual.data if residual is not None else None
         self.launches = linear_gemm_launches(self, rows, n_out, n_in, inputs[0].data, w,
                                              outputs[0].data, b, params, epilogue=epilogue,
                                              residual=residual,
                                              options=[f"-DTRANS_B={int(trans_b)}"],
-                                             workspaces=workspaces)
+                                             workspaces=workspaces, half_b=half)

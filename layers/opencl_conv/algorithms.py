@@ -38,6 +38,9 @@ class ConvProblem:
     dilation: tuple[int, int, int]
     pads: tuple[Pair, Pair, Pair]     # (before, after) per axis
     padding_mode: str = "zeros"
+    # where its GEMM may compute: "fp32", "tf32" or "fp16" (the plan's decision; algorithms
+    # whose `precisions` lack it compute in fp32)
+    precision: str = "fp32"
 
     @property
     def cin_g(self) -> int:
@@ -70,7 +73,8 @@ class ConvProblem:
         d = lambda t: "x".join(map(str, t))  # noqa: E731
         pads = "x".join(f"{lo}-{hi}" for lo, hi in self.pads)
         return (f"n{self.n}c{self.c}o{self.cout}g{self.groups}_i{d(self.size)}_k{d(self.kernel)}"
-                f"_s{d(self.stride)}_d{d(self.dilation)}_p{pads}_{self.padding_mode}")
+                f"_s{d(self.stride)}_d{d(self.dilation)}_p{pads}_{self.padding_mode}"
+                + (f"_{self.precision}" if self.precision != "fp32" else ""))
 
 
 @dataclass
@@ -87,6 +91,7 @@ class ConvOperands:
     tables: list                        # the padding source tables (conv_geometry), device
     residual: Any = None                # device buffer added by the epilogue, or None
     epilogue: Any = None                # kuiper/passes/epilogue.py Epilogue, or None
+    weight_half: bool = False           # `weight` holds halves (precision fp16, a GEMM algorithm)
     # the scratch arrays `workspace_shapes` asked for, in its order (device arrays)
     workspaces: list = field(default_factory=list)
 
@@ -96,6 +101,9 @@ class ConvAlgorithm:
 
     name: ClassVar[str] = ""
     good_for: ClassVar[str] = ""       # one line for `kuiper info` and the docs
+    # the precisions its kernels may compute in (the others run it in fp32); "fp16" also
+    # means they read the weight stored as half (ConvOperands.weight_half)
+    precisions: ClassVar[tuple[str, ...]] = ("fp32",)
 
     def unsupported(self, problem: ConvProblem, device: Any) -> str | None:
         """None when this algorithm can run `problem`, else why not (shown by `kuiper tune`)."""

@@ -12,7 +12,9 @@
   depthwise path before the selector, kept so that every problem has a fair default.
 
 The tunable parameters of the first two are gemm.h's parameter sets (layers/opencl_gemm/);
-their costs come from layers/opencl_gemm/cost.py.
+their costs come from layers/opencl_gemm/cost.py. Both compute in the problem's precision: the
+tensor-core sets compete under tf32 / fp16 where the device has them, and fp16 reads the weight
+stored as half.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def bind_gemm(layer: Any, problem: ConvProblem, ops: ConvOperands, cols: Any,
     return weight_gemm_launch(layer, m, n, k, ops.weight, m * k, cols, b_stride, ops.y.data,
                               m * n, ops.bias, BIAS_PER_ROW, groups=problem.groups,
                               batch=problem.n, params=params, epilogue=ops.epilogue,
-                              residual=ops.residual, options=PACKED_OPTIONS if packed else ())
+                              residual=ops.residual, options=PACKED_OPTIONS if packed else (),
+                              half_a=ops.weight_half)
 
 
 # im2col writes the column matrix in the layout the GEMM reads best. On CPU devices
@@ -74,7 +77,10 @@ def geometry_args(problem: ConvProblem) -> list:
 
 
 class GemmAlgorithm(ConvAlgorithm):
-    """Shared by the two GEMM algorithms: parameter sets ranked by the cost model."""
+    """Shared by the two GEMM algorithms: parameter sets ranked by the cost model, the
+    tensor-core sets among them where the problem's precision and the device allow."""
+
+    precisions = ("fp32", "tf32", "fp16")
 
     packs_b = False   # whether its gemm_blocked sets read B packed (im2col_gemm's; the cost
     #                   model's packed_b applies to those sets only)
@@ -91,7 +97,8 @@ class GemmAlgorithm(ConvAlgorithm):
 
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         m, n, k, z = gemm_shape(problem)
-        return ranked_gemm_params(device, m, n, k, z, packed_b=self.packs_b)
+        return ranked_gemm_params(device, m, n, k, z, packed_b=self.packs_b,
+                                  precision=problem.precision)
 
 
 @register_algorithm

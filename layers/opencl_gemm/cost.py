@@ -1,12 +1,14 @@
 """The GEMM part of the cost model: how long one gemm.h launch with a parameter set should take.
 
-The selector (conv_select.py) and the OpenCL Linear pick parameter sets with it when the tuning
-cache has no measured winner. It is conv_cost.py's roofline (max(arithmetic, memory) + launch
-overhead) with the arithmetic rate scaled by three factors, each easy to check by hand:
+The selector (layers/opencl_conv/selector.py) and the OpenCL Linear pick parameter sets with it
+when the tuning cache has no measured winner. It is the roofline of
+kuiper/opencl/device/roofline.py (max(arithmetic, memory) + launch overhead) with the arithmetic
+rate scaled by three factors, each easy to check by hand:
 
-1. `efficiency`: the fraction of the device's peak this parameter set reaches on a big square
-   product (measured, see the tables in gemm_params.py: 0.53 for 128x128 tiles of 8x8 blocks
-   on an H100). On a CPU without 16-wide vectors (AVX2) a float16 block costs twice as much.
+1. `efficiency`: the fraction of the device's FMA peak this parameter set reaches on a big
+   square product (measured, see the tables in parameter_sets.py: 0.53 for 128x128 tiles of 8x8
+   blocks on an H100). On a CPU without 16-wide vectors (AVX2) a float16 block costs twice as
+   much. The tensor-core sets go above 1: their peak is 7.4x (TF32) and 14.8x (FP16) the FMAs'.
 2. `utilisation`: how busy the device is with this many work-groups (compute units idle
    when there are fewer groups than units, a partly empty last wave; see `utilisation`).
    This is what makes small tiles win on batch-1 layers (ResNet stage 4: M = 512, N = 49).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kuiper.layers.opencl_gemm import mma_sets
 from kuiper.layers.opencl_gemm.parameter_sets import (
     gemm_parameter_sets,
     gemv_parameter_sets,
@@ -44,8 +47,21 @@ def ceil_to(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
+# The tensor cores (gemm_mma.h). Their peak over the FMA units' peak, which is what
+# device_rates reports: an H100 SXM has 495 TFLOP/s of dense TF32 and 989 of FP16 against 67 of
+# FP32 FMAs (an A100: 156 and 312 against 19.5, the same ratios within 10%). The fraction of that
+# peak gemm_mma reaches (mma.sync from local memory, no ldmatrix nor cp.async) is a guess until
+# the GPU timing (tests/benchmarks/gemm_precision.py) replaces it: by work-group size, as for
+# gemm_tiled's blocks. Only the order matters, and it puts the tensor cores ahead of gemm_tiled
+# on every shape big enough to fill the device.
+TENSOR_PEAK = {"tf32": 7.4, "fp16": 14.8}
+MMA_EFFICIENCY = {256: 0.35, 128: 0.3, 64: 0.2}   # by work-items per work-group (warps x 32)
+
+
 def tile_shape(params: dict) -> tuple[int, int, int]:
     """(rows, columns, K step) of C that one work-group computes at a time."""
+    if params["kernel"] == "gemm_mma":
+        return params["MMA_TILE_M"], params["MMA_TILE_N"], params["MMA_TILE_K"]
     if params["kernel"] == "gemm_tiled":
         return params["TILE_M"], params["TILE_N"], params["TILE_K"]
     block_k = params["BLOCK_K"] or 1
@@ -56,6 +72,9 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any,
                packed_b: bool = False) -> float:
     """Fraction of peak on a big problem (factor 1 of the module docstring); C is m x n;
     `packed_b`: B in gemm_blocked's strips (im2col_gemm on a CPU device, PACKED_B)."""
+    if params["kernel"] == "gemm_mma":
+        return (TENSOR_PEAK[mma_sets.precision_of(params)]
+                * MMA_EFFICIENCY.get(work_group_size(params), 0.2))
     if params["kernel"] == "gemm_tiled":
         block = params["WPT_M"] * params["WPT_N"]
         if block >= 128 and min(m, n) < BIG_BLOCK_MIN_SIDE:
@@ -83,12 +102,22 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any,
 def resident_groups(params: dict) -> int:
     """Work-groups of `params` one GPU compute unit holds at once: limited by its 2048
     work-items and its 65536 registers (a work-item keeps its block of C, the A and B values of
-    one step of k, the prefetched next slab and ~24 more for addresses)."""
+    one step of k, the prefetched next slab and ~24 more for addresses; gemm_mma: its
+    accumulators and fragments), and for gemm_mma by the ~228 KB of local memory of an
+    H100's multiprocessor."""
     threads = work_group_size(params)
-    prefetch = (params["TILE_M"] + params["TILE_N"]) * params["TILE_K"] // threads
-    registers = params["WPT_M"] * params["WPT_N"] + params["WPT_M"] + params["WPT_N"] \
-        + prefetch + 24
-    return max(1, min(2048 // threads, 32, 65536 // (threads * registers)))
+    tm, tn, tk = tile_shape(params)
+    prefetch = (tm + tn) * tk // threads
+    if params["kernel"] == "gemm_mma":
+        frag_m = tm // params["MMA_WARPS_M"] // 16
+        frag_n = tn // params["MMA_WARPS_N"] // 8
+        registers = frag_m * frag_n * 4 + frag_m * 4 + frag_n * 2 + prefetch + 24
+        by_local = (228 << 10) // mma_sets.local_bytes(params)
+    else:
+        registers = params["WPT_M"] * params["WPT_N"] + params["WPT_M"] + params["WPT_N"] \
+            + prefetch + 24
+        by_local = 32
+    return max(1, min(2048 // threads, 32, by_local, 65536 // (threads * registers)))
 
 
 def utilisation(params: dict, groups: int, device: Any) -> float:
@@ -101,7 +130,7 @@ def utilisation(params: dict, groups: int, device: Any) -> float:
     empty."""
     rates = device_rates(device)
     units = max(1, int(device.max_compute_units)) if device is not None else 2
-    if rates.is_cpu or params["kernel"] != "gemm_tiled":  # (gemm_blocked forced on a GPU)
+    if rates.is_cpu or params["kernel"] not in ("gemm_tiled", "gemm_mma"):  # (blocked on a GPU)
         waves = -(-groups // units)
         return groups / (waves * units)
     warps = -(-work_group_size(params) // 32)
@@ -139,12 +168,16 @@ def gemm_seconds(device: Any, params: dict, m: int, n: int, k: int, z: int = 1,
 
 def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
                        trans_b: bool = False, packed_b: bool = False,
-                       split: bool = False) -> list[dict]:
+                       precision: str = "fp32", split: bool = False) -> list[dict]:
     """The device's parameter sets, cheapest first for this shape (and layout: gemv.h only
     runs a linear layer's, TRANS_B; `packed_b`: im2col_gemm's column matrix on a CPU device,
-    whose gemm_blocked sets read it packed; `split`: the caller can run split-K sets, which
-    need a scratch buffer and a second launch, `linear_gemm_launches`)."""
-    sets = gemm_parameter_sets(device) + gemv_parameter_sets(device, m, trans_a, trans_b)
+    whose gemm_blocked sets read it packed). `precision` "tf32" or "fp16" adds the tensor-core
+    sets where the device has them (mma_sets.py). `split`: the caller can run split-K sets,
+    which need a scratch buffer and a second launch (`linear_gemm_launches`); they are
+    gemm_tiled sets computing in fp32, so they compete at every precision as the whole-K
+    gemm_tiled sets do (a tensor-core set never splits K)."""
+    sets = (gemm_parameter_sets(device, precision)
+            + gemv_parameter_sets(device, m, trans_a, trans_b))
     if split:
         sets += split_parameter_sets(device, k, z)
 
@@ -153,7 +186,7 @@ def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1, trans_a:
         memory latency better (on an NVIDIA H200, transformer layers at 128-512 rows ran up
         to 1.6x faster with 8 slices of K than with 3, estimated alike: both fill every
         scheduler)."""
-        if params["kernel"] != "gemm_tiled":
+        if params["kernel"] not in ("gemm_tiled", "gemm_mma"):
             return 0
         tm, tn, _ = tile_shape(params)
         groups = (-(-m // tm)) * (-(-n // tn)) * z * slices_of(params, k)
@@ -162,5 +195,6 @@ def ranked_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1, trans_a:
                                        -warps_in_flight(p)))
 
 
-def best_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1) -> dict:
-    return ranked_gemm_params(device, m, n, k, z)[0]
+def best_gemm_params(device: Any, m: int, n: int, k: int, z: int = 1,
+                     precision: str = "fp32") -> dict:
+    return ranked_gemm_params(device, m, n, k, z, precision=precision)[0]

@@ -46,6 +46,8 @@ from kuiper.layers.opencl_gemm.parameter_sets import (  # noqa: F401 (gemm.X, as
     program_options,
     slice_length,
     slices_of,
+    why_it_cannot_run,
+    work_group_size,
 )
 from kuiper.layers.opencl_gemm.selection import select_gemm
 from kuiper.layers.opencl_helpers.buffers import keep_alive
@@ -60,25 +62,29 @@ def weight_gemm_launch(layer: OpenCLLayer, m: int, n: int, k: int, a, a_group_st
                        b_batch_stride: int, c, c_batch_stride: int, bias=None,
                        bias_mode: int = BIAS_NONE, groups: int = 1, batch: int = 1,
                        params: dict | None = None, epilogue=None, residual=None,
-                       options: Sequence[str] = (), stem: str | None = None) -> Launch:
+                       options: Sequence[str] = (), stem: str | None = None,
+                       half_a: bool = False, half_b: bool = False) -> Launch:
     """Bind gemm.h for C[z] = A[z % groups] @ B[z], z < batch*groups (arguments are buffers).
 
     The kernel comes from the layer's own program (its .cl file includes gemm.h and may set
     TRANS_A / TRANS_B), built with the parameter set's -D options (None: the cost model's
-    choice for this shape, cost_model.py) and the epilogue's (kuiper/passes/epilogue.py), whose
+    choice for this shape, cost.py) and the epilogue's (kuiper/passes/epilogue.py), whose
     residual buffer `residual` the store reads at the flat index of C; `options` are more -D
     options of the layer's program (linear.cl's TRANS_B); `stem`: another clkernels/ file that
-    includes gemm.h (Winograd's products), instead of the layer's own."""
+    includes gemm.h (Winograd's products), instead of the layer's own. `half_a` / `half_b`: that
+    buffer holds halves (a weight stored as float16 under precision fp16), read with
+    vload_half by every kernel family."""
     if params is None:
         params = best_gemm_params(layer.runtime.device, m, n, k, batch * groups)
     elif not fits(params, layer.runtime.device):   # a forced or tuned set: a clear error
         raise KuiperError(f"GEMM parameter set {describe_params(params)} cannot run on "
-                          f"{layer.runtime.device.name.strip()} (work-group size, local "
-                          "memory, or 16-wide vectors its compiler cannot build)")
+                          f"{layer.runtime.device.name.strip()}: "
+                          f"{why_it_cannot_run(params, layer.runtime.device)}")
     if params.get("SPLIT_K", 1) > 1:
         raise KuiperError(f"GEMM parameter set {describe_params(params)} splits K: it needs "
                           "a scratch buffer and a second pass (linear_gemm_launches)")
     options = program_options(params, epilogue) + list(options)
+    options += (["-DHALF_A=1"] if half_a else []) + (["-DHALF_B=1"] if half_b else [])
     kernel = (layer.kernel(params["kernel"], options) if stem is None
               else layer.kernel(params["kernel"], options, stem=stem))
     i32 = np.int32
@@ -101,26 +107,31 @@ def split_workspace(params: dict, m: int, n: int, k: int) -> list[tuple[tuple[in
 def linear_gemm_launches(layer: OpenCLLayer, m: int, n: int, k: int, a, b, c, bias,
                          params: dict, epilogue=None, residual=None,
                          options: Sequence[str] = (), stem: str | None = None,
-                         workspaces: Sequence[Any] = ()) -> list[Launch]:
+                         workspaces: Sequence[Any] = (), half_b: bool = False) -> list[Launch]:
     """The launches of C (m x n) = A @ B + bias per column (a linear layer's product, Z = 1)
-    with any parameter set the selector may pick for it: one gemm.h launch, or for a split-K
-    set (gemm_split_k.h) the product into the slices of `workspaces[0]` (split_workspace's
-    array) and the pass that adds them, the bias and the epilogue."""
+    with any parameter set the selector may pick for it, at any precision: one gemm.h launch
+    (gemm_tiled, gemm_blocked, gemv, or a tensor-core gemm_mma set), or for a split-K set
+    (gemm_split_k.h) the product into the slices of `workspaces[0]` (split_workspace's array)
+    and the pass that adds them, the bias and the epilogue. `half_b`: B holds halves (a weight
+    stored as float16 under precision fp16); every family reads it, the split product too
+    (it is gemm_tiled: HALF_B), while the sum pass reads only the float partial sums."""
     slices = slices_of(params, k)
     if slices <= 1:   # not a split set, or K too short for more than one slice
         whole = {key: value for key, value in params.items() if key != "SPLIT_K"}
         return [weight_gemm_launch(layer, m, n, k, a, 0, b, 0, c, 0, bias, BIAS_PER_COLUMN,
                                    params=whole, epilogue=epilogue, residual=residual,
-                                   options=options, stem=stem)]
+                                   options=options, stem=stem, half_b=half_b)]
     if not fits(params, layer.runtime.device):
         raise KuiperError(f"GEMM parameter set {describe_params(params)} cannot run on "
-                          f"{layer.runtime.device.name.strip()}")
+                          f"{layer.runtime.device.name.strip()}: "
+                          f"{why_it_cannot_run(params, layer.runtime.device)}")
     if not workspaces:
         raise KuiperError(f"GEMM parameter set {describe_params(params)} splits K: the layer "
                           "must ask for its scratch buffer (split_workspace)")
     partial = workspaces[0].data
     k_slice = slice_length(params, k)
-    built = (program_options(params, epilogue) + [f"-DK_SLICE={k_slice}"] + list(options))
+    built = (program_options(params, epilogue) + [f"-DK_SLICE={k_slice}"] + list(options)
+             + (["-DHALF_B=1"] if half_b else []))
     stem_kw = {} if stem is None else {"stem": stem}
     product = layer.kernel("gemm_tiled", built, **stem_kw)
     i32 = np.int32
@@ -143,24 +154,36 @@ def weight_stored_transposed(device, rows: int) -> bool:
     return rows > GEMV_MAX_ROWS
 
 
+def weight_dtype(precision: str) -> type:
+    """How a weight known at bind time is stored on the device for a GEMM computed in
+    `precision`: float16 for fp16 (half the bytes; every kernel family reads it with
+    vload_half), else float32."""
+    return np.float16 if precision == "fp16" else np.float32
+
+
 def projection_launch(layer: OpenCLLayer, rows: int, weight: np.ndarray, bias, x, y,
-                      epilogue=None, residual=None) -> Launch:
+                      epilogue=None, residual=None, precision: str = "fp32") -> Launch:
     """y (rows x out) = x (rows x in) @ weight^T + bias, for a weight (out, in) known at bind
     time (attention's projections): the GEMM of a linear layer, with its parameter set chosen
     the same way (tuned, else the cost model's; selection.py), and a fused epilogue stored
     through (`residual`: its buffer, or None). `x` and `y` are buffers; the GEMM comes from
-    clkernels/linear.cl (which includes gemm.h)."""
+    clkernels/linear.cl (which includes gemm.h). `precision`: the plan's for the layer (fp16
+    also stores the weight as halves). One launch: split-K sets, which need a workspace, are
+    not offered here (select_gemm without `split`; a Linear's tuned split set is skipped)."""
     n_out, n_in = weight.shape
     transposed = weight_stored_transposed(layer.runtime.device, rows)
-    params, _ = select_gemm(layer.runtime.device, rows, n_out, n_in, trans_b=not transposed)
-    stored = np.ascontiguousarray(weight.T if transposed else weight, np.float32)
+    params, _ = select_gemm(layer.runtime.device, rows, n_out, n_in, trans_b=not transposed,
+                            precision=precision)
+    dtype = weight_dtype(precision)
+    stored = np.ascontiguousarray(weight.T if transposed else weight, dtype)
     w = layer.upload(stored)
     b = layer.upload(np.ascontiguousarray(bias, np.float32)) if bias is not None else None
     keep_alive(layer, [w] + ([b] if b is not None else []))
     return weight_gemm_launch(layer, rows, n_out, n_in, x, 0, w.data, 0, y, 0,
                               b.data if b is not None else None, BIAS_PER_COLUMN,
                               params=params, epilogue=epilogue, residual=residual,
-                              options=[f"-DTRANS_B={int(not transposed)}"], stem="linear")
+                              options=[f"-DTRANS_B={int(not transposed)}"], stem="linear",
+                              half_b=dtype == np.float16)
 
 
 def launch_sizes(params: dict, m: int, n: int, z: int) -> tuple[tuple, tuple]:
@@ -176,6 +199,10 @@ def launch_sizes(params: dict, m: int, n: int, z: int) -> tuple[tuple, tuple]:
         if params["M_FASTEST"]:
             return (round_up(blocks_m, gn), round_up(blocks_n, gm), z), (gn, gm, 1)
         return (round_up(blocks_n, gn), round_up(blocks_m, gm), z), (gn, gm, 1)
+    if params["kernel"] == "gemm_mma":   # one row of warps per work-group
+        threads = work_group_size(params)
+        tiles_n, tiles_m = -(-n // params["MMA_TILE_N"]), -(-m // params["MMA_TILE_M"])
+        return (tiles_n * threads, tiles_m, z), (threads, 1, 1)
     local_n = params["TILE_N"] // params["WPT_N"]
     local_m = params["TILE_M"] // params["WPT_M"]
     tiles_n, tiles_m = -(-n // params["TILE_N"]), -(-m // params["TILE_M"])
@@ -187,12 +214,14 @@ class WeightBuffers:
     inputs (F.linear / F.convNd: the producer's array). References are kept on the layer so
     the buffers live as long as the kernels bound to them."""
 
-    def weight_buffers(self, inputs, weight: np.ndarray | None = None) -> tuple:
+    def weight_buffers(self, inputs, weight: np.ndarray | None = None,
+                       dtype: type = np.float32) -> tuple:
         """(weight, bias) buffers; `weight`: the attribute's values to upload in its place (a
-        linear layer's W^T)."""
+        linear layer's W^T); `dtype`: how an attribute is stored (weight_dtype: float16 under
+        precision fp16). A weight that is an input stays the graph's float32 array."""
         if self.weight is not None:
-            self._uploaded = [self.upload(np.asarray(self.weight if weight is None else weight,
-                                                     np.float32))]
+            self._uploaded = [self.upload(np.ascontiguousarray(
+                self.weight if weight is None else weight, dtype))]
             if self.bias is not None:
                 self._uploaded.append(self.upload(np.asarray(self.bias, np.float32)))
             return self._uploaded[0].data, (self._uploaded[1].data if self.bias is not None

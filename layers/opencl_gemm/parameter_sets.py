@@ -1,11 +1,13 @@
 """The GEMM kernels' parameter sets: which tile sizes exist, which fit a device, their -D options.
 
-Kept apart from the launch code (gemm.py) because the cost model (cost_model.py) ranks these sets
-and gemm.py asks the cost model for the best one: each imports this file, not the other.
+Kept apart from the launch code (launch.py) because the cost model (cost.py) ranks these sets
+and launch.py asks the cost model for the best one: each imports this file, not the other. The
+tensor-core sets (gemm_mma.h) are in mma_sets.py.
 """
 
 from __future__ import annotations
 
+from kuiper.layers.opencl_gemm import mma_sets
 from kuiper.opencl.device.runtime import is_cpu
 from kuiper.opencl.device.vector_width import wide_vectors
 
@@ -82,6 +84,9 @@ SPLIT_TILES = [tiled(64, 64, 16, 4, 4, lds_vec=1), tiled(64, 64, 32, 8, 8, lds_v
                tiled(32, 32, 32, 4, 4, lds_vec=1), tiled(64, 128, 16, 8, 8, lds_vec=1)]
 SPLITS = (2, 3, 4, 6, 8)
 MIN_SLICE = 128   # values of K per slice below which the extra pass cannot pay for itself
+# They are gemm_tiled sets: fp32 arithmetic, offered at every precision as the whole-K
+# gemm_tiled sets are (under fp16 the product pass reads the half weight, HALF_B); the
+# tensor-core sets (mma_sets.py) never split K.
 GPU_SPLIT_SETS = [split_k(p, s) for s in SPLITS for p in SPLIT_TILES]
 
 # CPU parameter sets (PoCL 3.0, 2 cores of a Xeon with AVX-512), GFLOP/s, best of noisy runs
@@ -131,11 +136,15 @@ def weight_gemm_family(device) -> str:
     return "gemm_blocked" if is_cpu(device) else "gemm_tiled"
 
 
-def gemm_parameter_sets(device) -> list[dict]:
+def gemm_parameter_sets(device, precision: str = "fp32") -> list[dict]:
     """Every parameter set of the family for `device` that fits it (local memory, work-group
-    size); the first is the default before the cost model looks at the shape."""
+    size); the first is the default before the cost model looks at the shape. For a GEMM that
+    may compute in tf32 or fp16, the tensor-core sets come first where the device has them
+    (mma_sets.py); the fp32 sets stay candidates (a small product may run faster on them)."""
     family = weight_gemm_family(device)
     sets = GPU_PARAMETER_SETS if family == "gemm_tiled" else CPU_PARAMETER_SETS
+    if FORCE_GEMM is None:
+        sets = mma_sets.mma_sets_for(device, precision) + sets
     return [p for p in sets if fits(p, device)]
 
 
@@ -156,7 +165,9 @@ def slices_of(params: dict, k: int) -> int:
 
 def split_parameter_sets(device, k: int, z: int) -> list[dict]:
     """The split-K sets that can run a product with this K on `device`: GPU family only
-    (gemm_tiled), one product (Z = 1), at least MIN_SLICE values of K per slice."""
+    (gemm_tiled), one product (Z = 1), at least MIN_SLICE values of K per slice. The same at
+    every precision (fp32 arithmetic, like the gemm_tiled sets that stay candidates under
+    tf32 / fp16)."""
     if z != 1 or weight_gemm_family(device) != "gemm_tiled":
         return []
     return [p for p in GPU_SPLIT_SETS if k // p["SPLIT_K"] >= MIN_SLICE and fits(p, device)]
@@ -175,6 +186,8 @@ GEMV_GROUP = 16  # gemv with LANES = 1: outputs per work-group
 
 
 def work_group_size(params: dict) -> int:
+    if params["kernel"] == "gemm_mma":
+        return mma_sets.threads(params)
     if params["kernel"] == "gemv":
         return params["LANES"] if params["LANES"] > 1 else GEMV_GROUP
     if params["kernel"] == "gemm_tiled":
@@ -191,13 +204,25 @@ def fits(params: dict, device) -> bool:
     if params["kernel"] == "gemm_tiled":  # two buffers of each slab, one spare column per row
         words = 2 * params["TILE_K"] * (params["TILE_M"] + params["TILE_N"] + 8)
         return words * 4 <= int(device.local_mem_size)
+    if params["kernel"] == "gemm_mma":
+        return (mma_sets.why_not(params, device) is None
+                and mma_sets.local_bytes(params) <= int(device.local_mem_size))
     return True
 
 
+def why_it_cannot_run(params: dict, device) -> str:
+    """Why `fits` said no, for an error message."""
+    if params["kernel"] == "gemm_mma" and mma_sets.why_not(params, device):
+        return mma_sets.why_not(params, device)
+    return "work-group size, local memory, or 16-wide vectors its compiler cannot build"
+
+
 def gemm_options(params: dict) -> list[str]:
-    """The -D options of a parameter set (the launch-only keys left out)."""
-    return [f"-D{k}={v}" for k, v in params.items() if k not in ("kernel", "GROUP_N",
-                                                                  "GROUP_M")]
+    """The -D options of a parameter set (the launch-only keys left out); gemm.h compiles the
+    tensor-core kernel (inline PTX) only when a gemm_mma set asks for it."""
+    switch = ["-DGEMM_MMA=1"] if params.get("kernel") == "gemm_mma" else []
+    return switch + [f"-D{k}={v}" for k, v in params.items() if k not in ("kernel", "GROUP_N",
+                                                                           "GROUP_M")]
 
 
 def program_options(params: dict, epilogue=None) -> list[str]:
@@ -207,10 +232,20 @@ def program_options(params: dict, epilogue=None) -> list[str]:
     return gemm_options(params) + (epilogue.opencl_options() if epilogue else [])
 
 
+def computes_in(params: dict, half_weight: bool = False) -> str:
+    """What a GEMM bound with `params` computes in, for `kuiper info`: 'tf32' / 'fp16' on the
+    tensor cores (gemm_mma), else 'fp32', with ', half weight' where the weight is stored as
+    half (precision fp16 on a kernel without tensor cores: fp32 math on rounded weights)."""
+    return mma_sets.precision_of(params) + (", half weight" if half_weight else "")
+
+
 def describe_params(params: dict) -> str:
-    """Short text for tables: 'tiled 128x128x16 8x8 v4', 'blocked 8x16 k256 4x4 m'."""
+    """Short text for tables: 'tiled 128x128x16 8x8 v4', 'blocked 8x16 k256 4x4 m',
+    'mma tf32 128x128x16 w2x4 v4'."""
     if not params:
         return "-"
+    if params.get("kernel") == "gemm_mma":
+        return mma_sets.describe(params)
     if params.get("kernel") == "gemm_tiled":
         return (f"tiled {params['TILE_M']}x{params['TILE_N']}x{params['TILE_K']} "
                 f"{params['WPT_M']}x{params['WPT_N']} v{params['VEC']}"

@@ -188,12 +188,14 @@ def test_the_cost_model_keeps_16x8_blocks_for_big_square_products():
 
 
 def run_linear_gemm(runtime, m, n, k, params, rng, trans_b=True, with_bias=True,
-                    epilogue=None, residual=None):
+                    epilogue=None, residual=None, half_b=False):
     """x (m x k) @ W^T (+ bias per column, + epilogue) through linear_gemm_launches, whose
     split-K sets take a scratch buffer and a second launch; returns (C, expected before the
-    epilogue)."""
+    epilogue). `half_b`: the weight stored as float16 (precision fp16), the expected result
+    that of the half-rounded weight."""
     x = rng.standard_normal((m, k)).astype(np.float32)
-    w = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    w = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float16 if half_b
+                                                                   else np.float32)
     bias = rng.standard_normal(n).astype(np.float32)
     dx, dw, dbias = (runtime.to_device(v) for v in (x, w, bias))
     dc = runtime.empty((m, n))
@@ -204,7 +206,7 @@ def run_linear_gemm(runtime, m, n, k, params, rng, trans_b=True, with_bias=True,
         GemmLayer(runtime, "linear"), m, n, k, dx.data, dw.data, dc.data,
         dbias.data if with_bias else None, params, epilogue=epilogue,
         residual=None if dres is None else dres.data,
-        options=[f"-DTRANS_B={int(trans_b)}"], workspaces=workspaces)
+        options=[f"-DTRANS_B={int(trans_b)}"], workspaces=workspaces, half_b=half_b)
     for launch in launches:
         runtime.cl.enqueue_nd_range_kernel(runtime.queue, launch.kernel, launch.global_size,
                                            launch.local_size)
@@ -213,10 +215,11 @@ def run_linear_gemm(runtime, m, n, k, params, rng, trans_b=True, with_bias=True,
     return dc.get(), expected + (bias if with_bias else 0.0), len(launches)
 
 
-def check_linear_gemm(runtime, rng, params, m, n, k, trans_b=True):
+def check_linear_gemm(runtime, rng, params, m, n, k, trans_b=True, half_b=False):
     c, expected, launches = run_linear_gemm(runtime, m, n, k, params, rng, trans_b=trans_b,
-                                            with_bias=trans_b)
-    what = f"{gemm.describe_params(params)} M,N,K={m},{n},{k} trans_b={trans_b}"
+                                            with_bias=trans_b, half_b=half_b)
+    what = (f"{gemm.describe_params(params)} M,N,K={m},{n},{k} trans_b={trans_b}"
+            + (" half weight" if half_b else ""))
     assert launches == (2 if gemm.slices_of(params, k) > 1 else 1), what
     assert_close(c, expected, what=what)
 
@@ -239,6 +242,21 @@ def test_split_k_layouts_and_edges(runtime, rng, params):
     fits_here(runtime, params)
     check_linear_gemm(runtime, rng, params, 5, 33, 1000, trans_b=False)
     check_linear_gemm(runtime, rng, params, 3, 5, 7)
+
+
+@pytest.mark.parametrize("params", [parameter_sets.split_k(parameter_sets.SPLIT_TILES[0], 3),
+                                    parameter_sets.split_k(parameter_sets.SPLIT_TILES[-1], 8)],
+                         ids=label)
+def test_half_weights_on_split_k_sets(runtime, rng, params):
+    """Split sets compete at every precision (they are gemm_tiled's, computing in fp32), so
+    under fp16 a linear layer's half weight reaches them: the product pass reads it as
+    halves (HALF_B), in both stored layouts, and the sum pass adds float slices; the result is
+    the float32 product of the half-rounded weight. K too short to split runs one launch,
+    still reading halves."""
+    fits_here(runtime, params)
+    check_linear_gemm(runtime, rng, params, 33, 70, 1000, half_b=True)
+    check_linear_gemm(runtime, rng, params, 9, 40, 700, trans_b=False, half_b=True)
+    check_linear_gemm(runtime, rng, params, 3, 5, 7, half_b=True)
 
 
 @pytest.mark.parametrize("residual_first", [True, False])

@@ -48,7 +48,8 @@ def test_opencl_layer_tests_run_clean_under_oclgrind(tmp_path):
 ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_winograd.py",
                    "tests/opencl/test_conv_depthwise.py", "tests/opencl/test_conv_implicit_gemm.py",
                    "tests/opencl/test_conv_split_k.py", "tests/opencl/test_conv_select.py",
-                   "tests/opencl/test_conv_direct.py", "tests/opencl/test_maxpool_kernels.py"]
+                   "tests/opencl/test_conv_direct.py", "tests/opencl/test_maxpool_kernels.py",
+                   "tests/opencl/test_gemm_mma.py", "tests/opencl/test_half_weights.py"]
 
 
 @pytest.mark.slow
@@ -60,7 +61,8 @@ def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
                                         "every_parameter_set or epilogue or forced_kernel "
                                         "or each_blocked_set or weight_as_input "
-                                        "or direct_forced or every_split_k_set"])
+                                        "or direct_forced or every_split_k_set "
+                                        "or every_mma_set or half_weights"])
 
 
 # The normal run's short version of the one above (8 minutes on a 2-core AMD EPYC VM, too long
@@ -74,7 +76,8 @@ def test_each_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
                                         "forced_matches_torch or weight_as_input "
                                         "or direct_forced or tiled_products "
-                                        "or split_k_epilogue"])
+                                        "or split_k_epilogue "
+                                        "or (emulated and 32x32x32)"])
 
 
 def run_clean_under_oclgrind(tmp_path, pytest_args: list[str]) -> None:

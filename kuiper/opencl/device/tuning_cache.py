@@ -11,7 +11,8 @@ $KUIPER_CACHE_DIR, else $XDG_CACHE_HOME/kuiper, else ~/.cache/kuiper):
 
 A device's entry is keyed by its name *and* driver version: a new driver may change which
 kernel is fastest, so its measurements start afresh. Problems are keyed by their shapes
-(ConvProblem.key, or gemm_key for the product of a linear layer or a transposed convolution).
+(ConvProblem.key, or gemm_key for the product of a linear layer or a transposed convolution),
+and by their precision where it is not fp32 (kuiper.load(precision=...)).
 
 Every load of a model looks its layers up here (conv_select.py); the file is read once per
 process and again only when it changed on disk. A corrupt or unreadable file (not a regular
@@ -54,9 +55,12 @@ def device_key(device: Any) -> str:
 
 
 def gemm_key(m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
-             trans_b: bool = False) -> str:
+             trans_b: bool = False, precision: str = "fp32") -> str:
+    """'gemm:m64n1000k512z1_tb', with '_tf32' / '_fp16' for a GEMM computed in another
+    precision than fp32 (its winners differ: the tensor-core kernels compete)."""
     flags = ("ta" if trans_a else "") + ("tb" if trans_b else "")
-    return f"gemm:m{m}n{n}k{k}z{z}" + (f"_{flags}" if flags else "")
+    return (f"gemm:m{m}n{n}k{k}z{z}" + (f"_{flags}" if flags else "")
+            + (f"_{precision}" if precision != "fp32" else ""))
 
 
 def conv_key(problem) -> str:

@@ -77,12 +77,19 @@ def _step_reads(graph):
     return plan.step_inputs if plan is not None else None
 
 
+def precision_decision(layer, precision: str) -> dict:
+    """{"precision": ...} for a layer that declares `reduced_precision`, else {}: the keyword
+    its `workspace_shapes` and `bind` take (layers/opencl_base.py)."""
+    return {"precision": precision} if getattr(layer, "reduced_precision", False) else {}
+
+
 def bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogue=None,
-               residual=None, workspaces=(), specs=None) -> None:
+               residual=None, workspaces=(), specs=None, precision: str = "fp32") -> None:
     """attach + bind of one OpenCL layer, with what the executor decided for it as arguments
     (layers/opencl_base.py): `epilogue=`/`residual=` for a layer whose kernels store through
-    it, `workspaces=` for one that declared scratch. The one way a layer is bound: the
-    executor and `kuiper tune` (tuner.py) both call it.
+    it, `workspaces=` for one that declared scratch, `precision=` (the plan's) for one that
+    declared `reduced_precision`. The one way a layer is bound: the executor and `kuiper tune`
+    (tuner.py) both call it.
 
     A tensor too large for the kernels' 32-bit indices is refused (an OperatorError). When a
     kernel would read or write an operand's buffer with another element type than its dtype's
@@ -96,6 +103,7 @@ def bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogu
         extras.update(epilogue=epilogue, residual=residual)
     if workspaces:
         extras["workspaces"] = list(workspaces)
+    extras.update(precision_decision(layer, precision))
     try:
         call(op, layer, "bind", layer.bind, inputs, outputs, in_specs, out_specs, **extras)
         arrays = list(inputs) + list(outputs)
@@ -294,7 +302,8 @@ class OpenCLExecutor:
                     outputs.append(new_array(operand.name, spec))
             if isinstance(layer, OpenCLLayer):
                 bind_layer(op, layer, rt, inputs, outputs, in_specs, out_specs, epilogue,
-                           residual, self.workspaces.arrays(step), graph.specs)
+                           residual, self.workspaces.arrays(step), graph.specs,
+                           plan.precision_of(op))
                 runner = layer
             else:
                 runner = HostFallback(layer, rt)
@@ -346,7 +355,8 @@ class OpenCLExecutor:
             out_specs = [specs[o.name] for o in op.outputs]
             try:
                 shapes = call(op, layer, "workspace_shapes", layer.workspace_shapes, in_specs,
-                              out_specs)
+                              out_specs, **precision_decision(
+                                  layer, self.graph.plan.precision_of(op)))
             except KuiperError:
                 raise
             except Exception as e:  # every failure must name the operator

@@ -25,7 +25,7 @@ import numpy as np
 
 from kuiper.core.errors import KuiperError
 from kuiper.opencl.execution.epilogue_step import epilogue_operand
-from kuiper.opencl.execution.executor import bind_layer
+from kuiper.opencl.execution.executor import bind_layer, precision_decision
 
 log = logging.getLogger("kuiper.tune")
 
@@ -47,6 +47,7 @@ class Problem:
     op: Any                           # the first operator with this shape
     flops: float
     shape: Any = None                 # the ConvProblem, or the GEMM's (M, N, K, Z, ta, tb)
+    precision: str = "fp32"           # the plan's for these layers (kuiper.load(precision=))
     layers: list[str] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     model_choice: tuple[str, dict] | None = None   # the cost model's (algorithm, params)
@@ -159,10 +160,11 @@ def collect_problems(graph) -> list[Problem]:
             continue
         in_specs = [graph.specs[o.name] for o in op.inputs]
         out_specs = [graph.specs[o.name] for o in op.outputs]
+        precision = graph.plan.precision_of(op)
         if isinstance(layer, ConvBind):
             if getattr(layer, "host_fallback", None) is not None:
                 continue
-            shape = layer.problem(in_specs)
+            shape = layer.problem(in_specs, precision)
             key, kind, flops = tuning_cache.conv_key(shape), "conv", 2.0 * shape.macs
         else:
             if isinstance(layer, Linear):   # x @ W^T, W stored as the layer chose
@@ -171,10 +173,10 @@ def collect_problems(graph) -> list[Problem]:
                 shape = (*layer.gemm_shape(in_specs), True, False)
             if not all(shape[:4]):
                 continue
-            key, kind = tuning_cache.gemm_key(*shape), "gemm"
+            key, kind = tuning_cache.gemm_key(*shape, precision), "gemm"
             flops = 2.0 * float(np.prod(shape[:4]))
         if key not in found:
-            found[key] = Problem(kind, key, op, flops, shape)
+            found[key] = Problem(kind, key, op, flops, shape, precision)
         found[key].layers.append(op.name)
     return list(found.values())
 
@@ -185,8 +187,9 @@ def candidate_list(problem: Problem, device) -> list[Candidate]:
     from kuiper.layers.opencl_gemm.cost import ranked_gemm_params
 
     if problem.kind == "gemm":
-        # split-K sets only for layers that bind them (a linear layer, not a transposed conv)
-        sets = ranked_gemm_params(device, *problem.shape,
+        # split-K sets only for layers that bind them (a linear layer, not a transposed conv),
+        # tensor-core sets for the plan's precision (as the layer's select_gemm offers them)
+        sets = ranked_gemm_params(device, *problem.shape, precision=problem.precision,
                                   split=getattr(problem.op.layer, "splits_k", False))
         problem.model_choice = ("gemm", sets[0])
         return [Candidate("gemm", p) for p in sets]
@@ -206,7 +209,6 @@ def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs:
     than the convolution on a CPU device). `flush` (cache_flush's function, or None) runs
     before each timed run."""
     from kuiper.layers.opencl_gemm.selection import pinned
-
     op = problem.op
     in_specs = [graph.specs[o.name] for o in op.inputs]
     out_specs = [graph.specs[o.name] for o in op.outputs]
@@ -224,9 +226,10 @@ def time_candidate(graph, problem: Problem, candidate: Candidate, runtime, runs:
         residual = runtime.to_device(rng.standard_normal(out_specs[0].shape).astype(np.float32))
     epilogue, residual = epilogue_operand(epilogue, residual, runtime)  # or its numbers
     with pinned(candidate.algorithm, candidate.params):
-        workspaces = layer.own_workspaces(in_specs, out_specs)
+        workspaces = layer.own_workspaces(in_specs, out_specs,
+                                          **precision_decision(layer, problem.precision))
         bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogue,
-                   residual, workspaces, graph.specs)
+                   residual, workspaces, graph.specs, problem.precision)
     if getattr(layer, "algorithm", candidate.algorithm) != candidate.algorithm:
         raise KuiperError(f"bound {layer.algorithm}, not {candidate.algorithm}")
     queue = runtime.queue
