@@ -9,7 +9,8 @@ device. The weight's layout depends on the kernel that reads it:
   gemm_blocked.h loads a row of B as one float8/float16 vector, and with B stored (out, in) it
   has to gather those values one by one instead. ConvNeXt's 1x56x56x96 -> 384 layers took 12
   ms each that way under PoCL (19 GFLOP/s), against ~1.5 ms for a convolution's GEMM of the
-  same size.
+  same size. gemm_blocked then reads it in strips of BLOCK_N columns, each one contiguous run
+  (`stored_weight`, layers/opencl_gemm/launch.py, says what that saves).
 The bias and a fused epilogue (activation, residual add) are applied as the results are
 stored. The launch is bound by `weight_gemm_launch`
 (layers/opencl_gemm/launch.py), like the convolutions' GEMM, with the parameter set that
@@ -25,6 +26,7 @@ from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_gemm.launch import (
     BIAS_PER_COLUMN,
     WeightBuffers,
+    stored_weight,
     weight_gemm_launch,
     weight_stored_transposed,
 )
@@ -57,13 +59,16 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
         self.launches = []
         if rows == 0 or n_out == 0:
             return
-        params, reason = select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b)
+        params, reason = select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b,
+                                     packed_b=not trans_b)
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
-        # trans_b is False only for a weight attribute: the CPU twin made its W^T (weight_t)
-        w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t)
+        options = [f"-DTRANS_B={int(trans_b)}"]
+        stored = None
+        if not trans_b:   # only for a weight attribute: W^T, in strips for gemm_blocked
+            stored, options = stored_weight(self.weight, True, params)
+        w, b = self.weight_buffers(inputs, weight=stored)
         residual = residual.data if residual is not None else None
         self.launches = [weight_gemm_launch(self, rows, n_out, n_in, inputs[0].data, 0, w, 0,
                                             outputs[0].data, 0, b, BIAS_PER_COLUMN,
                                             params=params, epilogue=epilogue,
-                                            residual=residual,
-                                            options=[f"-DTRANS_B={int(trans_b)}"])]
+                                            residual=residual, options=options)]

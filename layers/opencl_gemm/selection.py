@@ -43,11 +43,12 @@ def matching(stored: Any, parameter_sets: list[dict]) -> dict | None:
 
 
 def select_gemm(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
-                trans_b: bool = False) -> tuple[dict, str]:
-    """(gemm.h parameter set, reason) for one weight GEMM: tuned, else the cost model's."""
+                trans_b: bool = False, packed_b: bool = False) -> tuple[dict, str]:
+    """(gemm.h parameter set, reason) for one weight GEMM: tuned, else the cost model's
+    (`packed_b`: B will be stored in gemm_blocked's strips if that family runs it)."""
     if PINNED is not None and PINNED[0] == "gemm":
         return PINNED[1], FORCED
-    ranked = ranked_gemm_params(device, m, n, k, z, trans_a, trans_b)
+    ranked = ranked_gemm_params(device, m, n, k, z, trans_a, trans_b, packed_b)
     entry = tuning_cache.lookup(device, tuning_cache.gemm_key(m, n, k, z, trans_a, trans_b))
     if entry is not None and entry["algorithm"] == "gemm":
         params = matching(entry.get("params"), ranked)
