@@ -1,10 +1,13 @@
 // Fused attention: softmax(Q K^T * scale + masks) V in one kernel, the score matrix never
 // written to memory (the FlashAttention idea, written for OpenCL without subgroups).
 //
-// What it is good for: every attention whose head size fits the registers (HD, HV <= 256):
-// scaled_dot_product_attention and nn.MultiheadAttention (layers/opencl/attention.py) pick it
-// unless a caller wants the attention weights themselves (MultiheadAttention's second output),
-// which only the unfused chain (matmul.cl's bgemm + attention.cl's masked_softmax) writes out.
+// What it is good for: GPUs, every attention whose head size fits the registers (HD, HV <=
+// 256): scaled_dot_product_attention, nn.MultiheadAttention and kuiper.fused_attention
+// (layers/opencl/attention.py) pick it on a device that is not a CPU, unless a caller wants the
+// attention weights themselves (MultiheadAttention's second output), which only the unfused
+// chain (matmul.cl's bgemm + attention.cl's masked_softmax) writes out. CPU devices take its
+// sibling attention_blocks.cl (a work-item per block of query rows, no barrier), about 20x
+// faster there.
 //
 // How: a work-group holds WG query rows of one (batch, head) `bh`, one row per work-item, its
 // query (times `scale`) and its output accumulator in registers. The keys go by in tiles of BK:
@@ -66,16 +69,12 @@
 #define QV (HD / VW)   // vectors per query / key row
 #define OV (HV / VW)   // vectors per value / output row
 
-#ifndef MASK
-#define MASK 0
-#endif
+#include "attention_mask.h"   // MASK, MT and attention_masked()
+
 #ifndef K_TRANSPOSED
 #define K_TRANSPOSED 0
 #endif
 
-#ifndef MT
-#define MT float
-#endif
 #ifndef KSPLIT
 #define KSPLIT 1
 #endif
@@ -164,16 +163,8 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
                 float sc = part;
 #endif
 #if MASK != 0
-                if (key < S) {
-                    const MT mv = mask[mask_base[bh] + i * mask_row + key * mask_col];
-#if MASK == 1
-                    sc += (float)mv;
-#elif MASK == 2
-                    sc = mv ? sc : -INFINITY;
-#else
-                    sc = mv ? -INFINITY : sc;
-#endif
-                }
+                if (key < S)
+                    sc = attention_masked(sc, mask, mask_base[bh] + i * mask_row + key * mask_col);
 #endif
                 if (key >= S || (CAUSAL && key > i))
                     sc = -INFINITY;

@@ -47,6 +47,20 @@
 #ifndef M_FASTEST
 #define M_FASTEST 0
 #endif
+#ifndef MR
+#define MR 8                // rows of C per work-item: 8, 6 or 4 (5. below)
+#endif
+
+// FOR_ROWS(X): X(i) for each row i of a work-item's block.
+#if MR == 8
+#define FOR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#elif MR == 6
+#define FOR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#elif MR == 4
+#define FOR_ROWS(X) X(0) X(1) X(2) X(3)
+#else
+#error "gemm_blocked: MR must be 8, 6 or 4"
+#endif
 
 // VW: the SIMD width of one vector of a C row; NV: vectors per row (BLOCK_N = NV * VW).
 #if BLOCK_N == 32
@@ -95,26 +109,26 @@
 // rows: eight (sixteen) vector multiply-adds. Written as a*b+c, not mad(): -cl-mad-enable
 // lets the compiler fuse it into one FMA instruction, whereas PoCL turns mad() on vectors into
 // a function call (3x slower).
-// A stored as half (a convolution's weight under fp16): the 8 values of a step of k are
-// converted together, as one vector (gemm.h), then broadcast: 8 conversions one at a time
-// cost more than the multiply-adds.
+// The rows' multiply-adds read `k`, the loop's variable. A stored as half (a convolution's
+// weight under fp16): with 8 rows, the 8 values of a step of k are converted together, as one
+// vector (gemm.h), then broadcast: 8 conversions one at a time cost more than the
+// multiply-adds; with 6 or 4 rows, one at a time.
 #if NV == 2
 #define FMA_A(i, value) { const floatB a = (floatB)(value); c##i += a * bv; d##i += a * bw; }
 #else
 #define FMA_A(i, value) c##i += (floatB)(value) * bv
 #endif
-#define FMA_ROW(i, k) FMA_A(i, A_AT(r##i, k))
-#if HALF_A
+#define FMA_ROW(i) FMA_A(i, A_AT(r##i, k));
+#if HALF_A && MR == 8
 #define A_BITS(r, k) ((__global const ushort *)A)[A_INDEX(r, k)]
-#define FMA_ROWS(k) {                                                                          \
+#define FMA_ROWS {                                                                          \
     const float8 av = kuiper_half_to_float8((ushort8)(A_BITS(r0, k), A_BITS(r1, k),           \
         A_BITS(r2, k), A_BITS(r3, k), A_BITS(r4, k), A_BITS(r5, k), A_BITS(r6, k),             \
         A_BITS(r7, k)));                                                                       \
     FMA_A(0, av.s0); FMA_A(1, av.s1); FMA_A(2, av.s2); FMA_A(3, av.s3);                        \
     FMA_A(4, av.s4); FMA_A(5, av.s5); FMA_A(6, av.s6); FMA_A(7, av.s7); }
 #else
-#define FMA_ROWS(k) FMA_ROW(0, k); FMA_ROW(1, k); FMA_ROW(2, k); FMA_ROW(3, k); \
-                    FMA_ROW(4, k); FMA_ROW(5, k); FMA_ROW(6, k); FMA_ROW(7, k)
+#define FMA_ROWS FOR_ROWS(FMA_ROW)
 #endif
 
 // Store the VW values of one vector of a row of the block (those left of column N), each
@@ -157,41 +171,41 @@ inline void store_row(__global float *row, const int n, const int N, const float
 #define STORE_ROW(i) \
     if (active && m0 + i < M) { STORE_PIECE(i, c##i, 0); STORE_PIECE(i, d##i, VW); }
 #else
-#define STORE_ROW(i) if (active && m0 + i < M) STORE_PIECE(i, c##i, 0)
+#define STORE_ROW(i) if (active && m0 + i < M) STORE_PIECE(i, c##i, 0);
+#endif
+// A row's index, clamped into A, and its accumulators.
+#define ROW_INDEX(i) const int r##i = min(m0 + i, M - 1);
+#if NV == 2
+#define ROW_ACC(i) floatB c##i = 0.0f, d##i = 0.0f;
+#else
+#define ROW_ACC(i) floatB c##i = 0.0f;
 #endif
 
-// One work-item = an 8 x BLOCK_N block of C. Global size (ceil(N/BLOCK_N), ceil(M/8), Z)
+// One work-item = an MR x BLOCK_N block of C. Global size (ceil(N/BLOCK_N), ceil(M/MR), Z)
 // rounded up to the work-group size, dims 0 and 1 swapped when M_FASTEST.
 __kernel void gemm_blocked(GEMM_ARGS)
 {
 #if M_FASTEST
-    const int n_wanted = get_global_id(1) * BLOCK_N, m_wanted = get_global_id(0) * 8;
+    const int n_wanted = get_global_id(1) * BLOCK_N, m_wanted = get_global_id(0) * MR;
 #else
-    const int n_wanted = get_global_id(0) * BLOCK_N, m_wanted = get_global_id(1) * 8;
+    const int n_wanted = get_global_id(0) * BLOCK_N, m_wanted = get_global_id(1) * MR;
 #endif
     const int z = get_global_id(2);
     // Work-items past the edge compute a clamped copy and store nothing: with K blocking they
     // must still reach every barrier of their group.
     const bool active = n_wanted < N && m_wanted < M;
     const int n = min(n_wanted, (N - 1) / BLOCK_N * BLOCK_N);
-    const int m0 = min(m_wanted, (M - 1) / 8 * 8);
+    const int m0 = min(m_wanted, (M - 1) / MR * MR);
     const int g = z % groups;
     A += g * a_group_stride;
     B += z * b_batch_stride;
     C += z * c_batch_stride;
     // Rows and columns this work-item reads, clamped into the matrices at the edges.
-    const int r0 = m0, r1 = min(m0 + 1, M - 1), r2 = min(m0 + 2, M - 1), r3 = min(m0 + 3, M - 1),
-              r4 = min(m0 + 4, M - 1), r5 = min(m0 + 5, M - 1), r6 = min(m0 + 6, M - 1),
-              r7 = min(m0 + 7, M - 1);
+    FOR_ROWS(ROW_INDEX)
     int q[BLOCK_N];
     for (int j = 0; j < BLOCK_N; ++j)
         q[j] = min(n + j, N - 1);
-    floatB c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f, c4 = 0.0f, c5 = 0.0f, c6 = 0.0f,
-           c7 = 0.0f;
-#if NV == 2
-    floatB d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f, d4 = 0.0f, d5 = 0.0f, d6 = 0.0f,
-           d7 = 0.0f;
-#endif
+    FOR_ROWS(ROW_ACC)
 #if PACKED_B
     const bool full = true;         // B packed in strips of BLOCK_N columns, padded
     B += n * K;                     // this work-item's strip (n / BLOCK_N): K rows of BLOCK_N
@@ -219,7 +233,7 @@ __kernel void gemm_blocked(GEMM_ARGS)
                 __global const B_ELEM *b2 = b + VW;
                 const floatB bw = B_ROW(b2);
 #endif
-                FMA_ROWS(k);
+                FMA_ROWS
             }
         } else {    // last column block, or B stored transposed: gather the values
             for (int k = kc; k < k_end; ++k) {
@@ -227,15 +241,14 @@ __kernel void gemm_blocked(GEMM_ARGS)
 #if NV == 2
                 const floatB bw = B_GATHER(k, VW);
 #endif
-                FMA_ROWS(k);
+                FMA_ROWS
             }
         }
 #if BLOCK_K > 0
         barrier(CLK_LOCAL_MEM_FENCE);   // the group walks K together (see 2. above)
 #endif
     }
-    STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3);
-    STORE_ROW(4); STORE_ROW(5); STORE_ROW(6); STORE_ROW(7);
+    FOR_ROWS(STORE_ROW)
 }
 
 #endif  // KUIPER_GEMM_BLOCKED_H

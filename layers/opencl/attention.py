@@ -1,9 +1,14 @@
 """Attention on OpenCL, two ways.
 
-- fused (clkernels/attention_fused.cl): one kernel computes softmax(Q K^T * scale + mask) V
-  with an online softmax over tiles of keys; the score matrix never exists. Used whenever it
-  can be: heads of at most MAX_FUSED_HEAD values, at most one mask, and no caller asking for
-  the attention weights themselves.
+- fused: one kernel computes softmax(Q K^T * scale + mask) V with an online softmax over tiles
+  of keys; the score matrix never exists. Used whenever it can be: heads of at most
+  MAX_FUSED_HEAD values, at most one mask, and no caller asking for the attention weights
+  themselves. Two kernels of one family, picked by device type (`fused_kernel`):
+  `attention_rows` (clkernels/attention_fused.cl, a work-item per query row, tiles of K and V
+  shared in local memory: GPUs) and `attention_blocks` (clkernels/attention_blocks.cl, a
+  work-item per block of query rows, vector types over keys and head dims, no barrier: CPU
+  devices), which reads K transposed: in place when the model gives K^T (the fuse_attention
+  pass's operator), else from a workspace that `keys_transposed` fills first.
 - unfused: bgemm (clkernels/matmul.cl) for both products, masked_softmax and head_mean
   (clkernels/attention.cl) between them, through a score matrix in a workspace. The weights
   MultiheadAttention may return, two masks at once, and add_bias_kv / add_zero_attn go this way.
@@ -15,7 +20,8 @@ No tensor is ever transposed or split into heads in memory: the kernels read the
 through per-(batch, head) offset tables and row strides, so "head h of batch n" is just an offset
 into the projected (L, N, E), (N, L, E) or (tokens, 3E) buffer.
 
-`forced_path("fused" | "unfused")` makes every attention bound inside it take one path (tests).
+`forced_path("fused" | "unfused" | "fused_rows" | "fused_blocks")` makes every attention bound
+inside it take one path, "fused" being the device's fused kernel (tests).
 """
 
 from __future__ import annotations
@@ -46,17 +52,19 @@ from kuiper.opencl.device.runtime import is_cpu
 ADD, KEEP, DROP = 1, 2, 3   # mask kinds of masked_softmax and attention_rows
 # The fused kernel keeps a query, an output row and a tile of scores in registers per work-item
 MAX_FUSED_HEAD = 256
-FORCED: str | None = None   # "fused" or "unfused": set by forced_path (tests)
-FORCED_PARAMETERS: dict | None = None   # WG/BK/KSPLIT of the fused kernel: forced_parameters
+PATHS = ("fused", "unfused", "fused_rows", "fused_blocks")
+FORCED: str | None = None   # one of PATHS: set by forced_path (tests)
+FORCED_PARAMETERS: dict | None = None   # WG/BK/KSPLIT of attention_rows: forced_parameters
 
 
 @contextlib.contextmanager
 def forced_path(name: str | None) -> Iterator[None]:
-    """Bind every attention inside the block the `name` way ("fused" or "unfused"); a forced
+    """Bind every attention inside the block the `name` way (one of PATHS: "fused" is the
+    device's fused kernel, "fused_rows" / "fused_blocks" one of them on any device); a forced
     fused path the problem cannot take falls back to the unfused one."""
     global FORCED
-    if name not in (None, "fused", "unfused"):
-        raise ValueError(f"unknown attention path {name!r}: 'fused' or 'unfused'")
+    if name is not None and name not in PATHS:
+        raise ValueError(f"unknown attention path {name!r}: one of {', '.join(PATHS)}")
     old, FORCED = FORCED, name
     try:
         yield
@@ -88,6 +96,31 @@ def forced_parameters(params: dict | None) -> Iterator[None]:
 # (128,32,1 ran the b32 shape in 0.165 and the others slower; KSPLIT 2 sat between 1 and 4.)
 GPU_SETS_BY_ROWS = ((4096, {"WG": 16, "BK": 64, "KSPLIT": 8}),
                     (16384, {"WG": 32, "BK": 64, "KSPLIT": 4}))
+
+
+def fused_kernel(device) -> str:
+    """"attention_blocks" on a CPU device, "attention_rows" elsewhere (module docstring), unless
+    forced_path names one."""
+    if FORCED in ("fused_rows", "fused_blocks"):
+        return "attention_" + FORCED.removeprefix("fused_")
+    return "attention_blocks" if is_cpu(device) else "attention_rows"
+
+
+def blocks_parameters(device, rows: int, value_head: int) -> dict:
+    """Build options of attention_blocks: ROWS query rows per work-item, KW keys per score
+    vector (the device's float SIMD width, 8 or 16), NKV vectors per tile of keys, VV dims per
+    output vector (the widest of 16, 8, 4, 1 that divides the value head and is at most KW).
+
+    PoCL 3.0 on a 2-core AMD EPYC (AVX2, 8 floats), ViT-S/16's attention (6 heads of 64, 197
+    tokens), kernel medians of 15 runs on a loaded machine (load average ~10), ms: ROWS x KW x
+    NKV x VV 8x8x4x8 1.37, 4x8x4x8 1.61, 6x8x4x8 1.36, 8x8x2x8 1.36, 8x8x8x8 1.26, 12x8x4x8
+    1.22, 8x16x2x8 1.96, 4x16x2x16 1.32, 6x16x2x16 1.21; attention_rows (WG 16, BK 32) 31.0.
+    Within noise of each other except float16 scores with 8 rows (registers spill on AVX2).
+    Fewer rows than ROWS: one block of them (a decoder's single query)."""
+    width = int(getattr(device, "preferred_vector_width_float", 8) or 8)
+    kw = 16 if width >= 16 else 8
+    vv = next(w for w in (16, 8, 4, 1) if w <= kw and value_head % w == 0)
+    return {"ROWS": max(1, min(8, rows)), "KW": kw, "NKV": 32 // kw, "VV": vv}
 
 
 def fused_parameters(device, head: int, value_head: int, rows: int) -> dict:
@@ -167,14 +200,25 @@ class _AttentionLaunches(OpenCLLayer):
         keep_alive(self, [array])
         return array
 
+    def keys_need_transposing(self, k_view: Strided, source: int) -> bool:
+        """Whether the fused kernel of this device reads K through a transposed copy (a
+        workspace of heads x head x source floats): attention_blocks wants the keys of one
+        head dim side by side, which a K^T given in place already has (key stride 1)."""
+        return (fused_kernel(self.runtime.device) == "attention_blocks" and source > 1
+                and k_view.row != 1)
+
     def fused_launch(self, rows: int, source: int, head: int, value_head: int, q: Strided,
                      k: Strided, v: Strided, o: Strided, scale: float, mask: tuple | None,
-                     causal: bool, safe: bool) -> Launch:
-        """attention_rows for len(q.offsets) heads of `rows` queries over `source` keys, heads
-        of `head` (Q, K) and `value_head` (V, O) values. Views are (heads, rows, head) with
-        column stride 1; `mask` is (device array, Strided view of it as (heads, rows,
-        source), kind, dtype) or None. K may instead be a view of K^T (row stride 1: the keys
-        of one head dim side by side)."""
+                     causal: bool, safe: bool) -> list[Launch]:
+        """The fused kernel's launches for len(q.offsets) heads of `rows` queries over
+        `source` keys, heads of `head` (Q, K) and `value_head` (V, O) values. Views are
+        (heads, rows, head) with column stride 1; `mask` is (device array, Strided view of it
+        as (heads, rows, source), kind, dtype) or None. K may instead be a view of K^T (row
+        stride 1: the keys of one head dim side by side). attention_blocks with K not given
+        that way first copies K^T into the next workspace (`keys_need_transposing`)."""
+        if fused_kernel(self.runtime.device) == "attention_blocks":
+            return self.blocks_launches(rows, source, head, value_head, q, k, v, o, scale,
+                                        mask, causal, safe)
         device = self.runtime.device
         p = fitted(fused_parameters(device, head, value_head, rows * len(q.offsets)), head,
                    value_head, device)
@@ -205,8 +249,47 @@ class _AttentionLaunches(OpenCLLayer):
                         tables[3].data, i32(o.row), i32(rows), i32(source),
                         np.float32(scale), *args)
         groups = -(-rows // p["WG"])
-        return Launch(kernel, (groups * p["WG"], len(q.offsets) * p["KSPLIT"]),
-                      (p["WG"], p["KSPLIT"]))
+        return [Launch(kernel, (groups * p["WG"], len(q.offsets) * p["KSPLIT"]),
+                       (p["WG"], p["KSPLIT"]))]
+
+    def blocks_launches(self, rows: int, source: int, head: int, value_head: int, q: Strided,
+                        k: Strided, v: Strided, o: Strided, scale: float, mask: tuple | None,
+                        causal: bool, safe: bool) -> list[Launch]:
+        """attention_blocks (fused_launch's arguments), after keys_transposed where K is not
+        given as K^T with the keys side by side."""
+        heads = len(q.offsets)
+        p = blocks_parameters(self.runtime.device, rows, value_head)
+        options = [f"-DHD={head}", f"-DHV={value_head}", f"-DCAUSAL={int(causal)}",
+                   f"-DSAFE={int(safe)}"] + [f"-D{key}={value}" for key, value in p.items()]
+        launches = []
+        if self.keys_need_transposing(k, source):
+            kt = self.scratch(heads, head, source)
+            table = self.upload(k.offsets)
+            keep_alive(self, [table])
+            copy = self.kernel("keys_transposed", options, stem="attention_blocks")
+            copy.set_args(k.array.data, table.data, np.int32(k.row), np.int32(k.col), kt.data,
+                          np.int32(source))
+            launches.append(Launch(copy, (head, heads)))
+            k = explicit(kt, [b * head * source for b in range(heads)], 1, source)
+        if mask is not None:
+            array, view, kind, dtype = mask
+            options += [f"-DMASK={kind}", f"-DMT={'uchar' if dtype == np.bool_ else 'float'}"]
+        tables = [self.upload(view.offsets) for view in (q, k, v, o)]
+        if mask is not None:
+            tables.append(self.upload(view.offsets))
+            args = [array.data, tables[-1].data, np.int32(view.row), np.int32(view.col)]
+        else:
+            args = [None, None, np.int32(0), np.int32(0)]
+        keep_alive(self, tables)
+        kernel = self.kernel("attention_blocks", options, stem="attention_blocks")
+        i32 = np.int32
+        # K^T: the distance between two dims' rows of keys (key stride 1, or a single key)
+        kernel.set_args(q.array.data, tables[0].data, i32(q.row), k.array.data, tables[1].data,
+                        i32(k.col), v.array.data, tables[2].data, i32(v.row), o.array.data,
+                        tables[3].data, i32(o.row), i32(rows), i32(source), np.float32(scale),
+                        *args)
+        launches.append(Launch(kernel, (-(-rows // p["ROWS"]), heads), (1, 1)))
+        return launches
 
     def softmax_launch(self, scores, rows: int, cols: int, length: int,
                        masks: list[tuple[object, np.ndarray, int, int, np.dtype]],
@@ -239,9 +322,16 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
         return FORCED != "unfused" and max(q[-1], v[-1]) <= MAX_FUSED_HEAD
 
     def workspace_shapes(self, in_specs, out_specs):
-        if out_specs[0].numel == 0 or self.fused(in_specs):
+        """The scores (unfused), or K^T for attention_blocks (fused, on a CPU device)."""
+        if out_specs[0].numel == 0:
             return []
         nb = int(np.prod(self.batch, dtype=np.int64))
+        if self.fused(in_specs):
+            head = in_specs[1].shape[-1]
+            k_view = Strided(None, np.zeros(1, np.int32), head, 1)   # K's rows: key stride
+            if self.keys_need_transposing(k_view, self.source):
+                return [((nb, head, self.source), np.float32)]
+            return []
         return [((nb, self.length, self.source), np.float32)]   # the scores
 
     def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
@@ -268,9 +358,9 @@ class ScaledDotProductAttention(_AttentionLaunches, attention.ScaledDotProductAt
             view = strided(m.shape, batch + (length, source))
             mask = (inputs[3], view, KEEP if m.dtype == np.bool_ else ADD, m.dtype)
         if self.fused(in_specs):
-            self.launches = [self.fused_launch(length, source, q[-1], v[-1], q_view, k_view,
-                                               v_view, out, self.scale_value, mask,
-                                               self.is_causal, safe=True)]
+            self.launches = self.fused_launch(length, source, q[-1], v[-1], q_view, k_view,
+                                              v_view, out, self.scale_value, mask,
+                                              self.is_causal, safe=True)
             return
         nb = int(np.prod(batch, dtype=np.int64))
         scores = self.scratch(nb, length, source)
@@ -315,35 +405,59 @@ class FusedAttention(_AttentionLaunches, attention.FusedAttention):
         return (int(np.prod(x[:-1], dtype=np.int64)),
                 sum(w.shape[0] for w, _, _ in self.projections.values()))
 
-    def workspace_shapes(self, in_specs, out_specs):
-        if not self.projected or out_specs[0].numel == 0:
-            return []
-        return [(self.projection_rows(in_specs), np.float32)]
+    def bands(self, in_specs) -> list:
+        """Where Q, K^T and V sit in the projections' workspace: the element indices of each
+        role's band of columns (None for each without projections: a role is its own input)."""
+        if not self.projected:
+            return [None] * 3
+        rows, width = self.projection_rows(in_specs)
+        columns = np.arange(rows * width, dtype=np.int64).reshape(rows, width)
+        bands, start = [], 0
+        for role in self.ROLES:
+            n = self.projections[role][0].shape[0]
+            bands.append(columns[:, start:start + n])
+            start += n
+        return bands
 
-    def projected_inputs(self, inputs, in_specs, workspaces) -> tuple[list, list]:
+    def key_view(self, in_specs, array=None, band=None) -> Strided:
+        """K read as (batch..., keys, head dims), through the absorbed permutation of K^T and,
+        with projections, from K's band of the workspace (`array` None: the strides alone)."""
+        stored = self.stored_shapes(in_specs)
+        kt = self.moved("k", stored[1])
+        return transposed(self.view("k", stored[1], self.batch + (kt[-2], self.source), array,
+                                    band))
+
+    def workspace_shapes(self, in_specs, out_specs):
+        """The projections' (tokens, Eq + Ek + Ev), and on a CPU device, where K is not read
+        as K^T in place, attention_blocks' K^T (keys_need_transposing)."""
+        if out_specs[0].numel == 0:
+            return []
+        shapes = [(self.projection_rows(in_specs), np.float32)] if self.projected else []
+        k_view = self.key_view(in_specs, band=self.bands(in_specs)[1])
+        if self.keys_need_transposing(k_view, self.source):
+            head = self.moved("k", self.stored_shapes(in_specs)[1])[-2]
+            shapes.append(((len(k_view.offsets), head, self.source), np.float32))
+        return shapes
+
+    def projected_inputs(self, inputs, in_specs) -> tuple[list, list]:
         """(arrays, element indices) of Q, K^T and V: with projections, the workspace the
         one GEMM writes and where each role's band of columns sits in it."""
+        bands = self.bands(in_specs)
         if not self.projected:
-            return list(inputs[:3]), [None] * 3
-        rows, width = self.projection_rows(in_specs)
-        qkv = self.scratch(rows, width)
+            return list(inputs[:3]), bands
+        qkv = self.scratch(*self.projection_rows(in_specs))
         weights = [self.projections[r][0] for r in self.ROLES]
         biases = [self.projections[r][1] if self.projections[r][1] is not None
                   else np.zeros(w.shape[0], np.float32) for r, w in zip(self.ROLES, weights)]
-        self.launches.append(projection_launch(self, rows, np.concatenate(weights),
+        self.launches.append(projection_launch(self, len(bands[0]), np.concatenate(weights),
                                                np.concatenate(biases), inputs[0].data,
                                                qkv.data))
-        columns = np.arange(rows * width, dtype=np.int64).reshape(rows, width)
-        bands, start = [], 0
-        for w in weights:
-            bands.append(columns[:, start:start + w.shape[0]])
-            start += w.shape[0]
         return [qkv] * 3, bands
 
     def bind(self, inputs, outputs, in_specs, out_specs, *, workspaces=()):
         self.bound_arrays = []   # a rebind (new input shape) releases the previous ones
         stored = self.stored_shapes(in_specs)
-        q, kt, v = (self.moved(role, s) for role, s in zip(self.ROLES, stored))
+        q, _, v = (self.moved(role, s) for role, s in zip(self.ROLES, stored))
         batch, length, source = self.batch, self.length, self.source
         self.launches = []
         if out_specs[0].numel == 0:
@@ -352,20 +466,19 @@ class FusedAttention(_AttentionLaunches, attention.FusedAttention):
             return self.fall_back_to_host(inputs, outputs, in_specs, out_specs,
                                           f"heads wider than {MAX_FUSED_HEAD} values")
         self.take_workspaces(workspaces, in_specs, out_specs)
-        arrays, bands = self.projected_inputs(inputs, in_specs, workspaces)
-        k_view = transposed(self.view("k", stored[1], batch + (kt[-2], source), arrays[1],
-                                      bands[1]))
+        arrays, bands = self.projected_inputs(inputs, in_specs)
+        k_view = self.key_view(in_specs, arrays[1], bands[1])
         mask = None
         if self.masked:
             m = in_specs[self.mask_index]
             mask = (inputs[self.mask_index], strided(m.shape, batch + (length, source)), ADD,
                     m.dtype)
-        self.launches.append(self.fused_launch(
+        self.launches += self.fused_launch(
             length, source, q[-1], v[-1],
             self.view("q", stored[0], batch + (length, q[-1]), arrays[0], bands[0]), k_view,
             self.view("v", stored[2], batch + (source, v[-1]), arrays[2], bands[2]),
             self.view("o", out_specs[0].shape, batch + (length, v[-1]), outputs[0]),
-            self.scale, mask, causal=False, safe=False))
+            self.scale, mask, causal=False, safe=False)
 
 
 @register(backend="opencl")
@@ -406,7 +519,12 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
         if self.fused():
             shapes = ([(length * n, 3 * e)] if self.self_attention() else
                       [(length * n, e), (source * n, e), (source * n, e)])
-            return [(shape, np.float32) for shape in shapes + [(length * n, e)]]
+            shapes.append((length * n, e))
+            heads = self.dims.num_heads
+            width = 3 * e if self.self_attention() else e   # the projected K's buffer
+            if self.keys_need_transposing(self.heads_view(None, source, width, 0), source):
+                shapes.append((n * heads, e // heads, source))   # attention_blocks' K^T
+            return [(shape, np.float32) for shape in shapes]
         shapes = [(length * n, e)]
         if not self.extra:
             shapes += [(source * n, e), (source * n, e)]
@@ -502,9 +620,9 @@ class MultiheadAttention(_AttentionLaunches, attention.MultiheadAttention):
                                 source, 1)
             mask = (inputs[index], view, DROP if m.dtype == np.bool_ else ADD, m.dtype)
         concat = self.scratch(length * n, e)
-        self.launches.append(self.fused_launch(
+        self.launches += self.fused_launch(
             length, source, hd, hd, *views, self.heads_view(concat, length, e, 0),
-            1.0 / math.sqrt(hd), mask, causal=False, safe=False))
+            1.0 / math.sqrt(hd), mask, causal=False, safe=False)
         project_out(concat, by_name["output"])
 
     def bind_unfused(self, inputs, outputs, in_specs, project_out) -> None:

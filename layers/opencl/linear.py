@@ -9,10 +9,12 @@ device. The weight's layout depends on the kernel that reads it:
   gemm_blocked.h loads a row of B as one float8/float16 vector, and with B stored (out, in) it
   has to gather those values one by one instead: ConvNeXt's 1x56x56x96 -> 384 layers took 12
   ms each that way under PoCL (19 GFLOP/s), against ~1.5 ms for a convolution's GEMM of the
-  same size. On a GPU gemm_tiled.h's float4 loads of B then run along the output columns and
-  land in local memory as they are: on an NVIDIA H200, transformer layers (128-6304 rows,
-  384-3072 wide) ran 0-25% faster that way at their best parameter set (197 x 1152 x 384:
-  20.4 against 24.4 us), 4% slower on one shape of ten.
+  same size. gemm_blocked then reads it in strips of BLOCK_N columns, each one contiguous run
+  (`stored_weight`, layers/opencl_gemm/launch.py, says what that saves). On a GPU gemm_tiled.h's
+  float4 loads of B run along the output columns and land in local memory as they are: on an
+  NVIDIA H200, transformer layers (128-6304 rows, 384-3072 wide) ran 0-25% faster that way at
+  their best parameter set (197 x 1152 x 384: 20.4 against 24.4 us), 4% slower on one shape
+  of ten.
 The bias and a fused epilogue (activation, residual add) are applied as the results are
 stored. The launch is bound by `linear_gemm_launches` (layers/opencl_gemm/launch.py), like the
 convolutions' GEMM, with the parameter set that `kuiper tune` measured fastest for this shape,
@@ -40,6 +42,7 @@ from kuiper.layers.opencl_gemm.launch import (
     WeightBuffers,
     linear_gemm_launches,
     split_workspace,
+    stored_weight,
     weight_dtype,
     weight_stored_transposed,
 )
@@ -76,7 +79,7 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
         `workspace_shapes` and the `bind` that follows it (select_gemm is deterministic)."""
         rows, n_out, n_in, _, _, trans_b = self.gemm_problem(in_specs, out_specs)
         return select_gemm(self.runtime.device, rows, n_out, n_in, trans_b=trans_b,
-                           precision=precision, split=True)
+                           packed_b=not trans_b, precision=precision, split=True)
 
     def workspace_shapes(self, in_specs, out_specs, *, precision="fp32"):
         rows, n_out, n_in = self.gemm_shape(in_specs, out_specs)
@@ -95,14 +98,15 @@ class Linear(WeightBuffers, OpenCLLayer, linear.Linear):
         self.algorithm, self.algorithm_params, self.algorithm_reason = "gemm", params, reason
         # a weight attribute is stored as the precision says (half under fp16); an input as is
         dtype = weight_dtype(precision) if self.weight is not None else np.float32
-        # trans_b is False only for a weight attribute: the CPU twin made its W^T (weight_t)
-        w, b = self.weight_buffers(inputs, weight=None if trans_b else self.weight_t,
-                                   dtype=dtype)
+        options = [f"-DTRANS_B={int(trans_b)}"]
+        stored = None
+        if not trans_b:   # only for a weight attribute: W^T, in strips for gemm_blocked
+            stored, options = stored_weight(self.weight, True, params, dtype)
+        w, b = self.weight_buffers(inputs, weight=stored, dtype=dtype)
         half = dtype == np.float16
         self.computes = computes_in(params, half_weight=half)
         residual = residual.data if residual is not None else None
         self.launches = linear_gemm_launches(self, rows, n_out, n_in, inputs[0].data, w,
                                              outputs[0].data, b, params, epilogue=epilogue,
-                                             residual=residual,
-                                             options=[f"-DTRANS_B={int(trans_b)}"],
+                                             residual=residual, options=options,
                                              workspaces=workspaces, half_b=half)

@@ -40,6 +40,9 @@ GPU_EFFICIENCY = {128: 0.50, 64: 0.46, 32: 0.40, 16: 0.36}   # by WPT_M * WPT_N
 BIG_BLOCK_MIN_SIDE, BIG_BLOCK_SMALL_EFFICIENCY = 2048, 0.15
 CPU_EFFICIENCY = {32: 1.15, 16: 1.0, 8: 0.7}             # by BLOCK_N (vs. an AVX-512 core)
 UNBLOCKED_K = 256            # gemm_blocked without K blocking slows down past this K
+# ... unless C has at most this many rows: on ViT-S's 197 x 384 x 1536 linear layer the 6x16 set
+# without K blocking was 1.05-1.2x faster than with it (parameter_sets.py's table)
+FEW_ROWS = 256
 BLOCKED_WITHOUT_GAIN = 0.8   # a K-blocked set where blocking cannot help (efficiency)
 
 
@@ -65,7 +68,8 @@ def tile_shape(params: dict) -> tuple[int, int, int]:
     if params["kernel"] == "gemm_tiled":
         return params["TILE_M"], params["TILE_N"], params["TILE_K"]
     block_k = params["BLOCK_K"] or 1
-    return 8 * params["GROUP_M"], params["BLOCK_N"] * params["GROUP_N"], block_k
+    return (params.get("MR", 8) * params["GROUP_M"], params["BLOCK_N"] * params["GROUP_N"],
+            block_k)
 
 
 def efficiency(params: dict, m: int, n: int, k: int, device: Any,
@@ -85,16 +89,20 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any,
         return eff * (1.0 if params["VEC"] == 4 or params["WPT_M"] < 8 else 0.6)
     eff = CPU_EFFICIENCY.get(params["BLOCK_N"], 0.5)
     lanes = int(getattr(device, "preferred_vector_width_float", 16) or 8) if device else 8
-    vector = min(params["BLOCK_N"], 16)   # 32: two float16 vectors per row
-    if vector > lanes:   # a float16 block on 8-wide hardware: twice the registers
+    rows = params.get("MR", 8)
+    vectors = -(-params["BLOCK_N"] // lanes)           # SIMD registers per row of the block
+    registers = 16 if lanes <= 8 else 32               # AVX2 has 16, AVX-512 32
+    if rows * vectors + vectors + 1 > registers:       # accumulators, B's vectors, a broadcast
         eff *= 0.5 if params["BLOCK_N"] <= 16 else 0.25   # 8x32 spills out of 16 registers
+    elif rows * vectors < 8:   # too few independent FMAs to hide their latency (2 pipes x 4)
+        eff *= rows * vectors / 8
     if params["BLOCK_K"] and packed_b:
         # K blocking buys nothing when a work-item's strip of B is one contiguous run, and its
         # barrier still costs: under PoCL, on ResNet-18's and YOLOv5s's im2col_gemm layers
         # (K = 32 to 4608), the 8x32 set without it was within 10% of the best set on 33 of 40
         # (unpacked, gemm_1x1's B, the sets with K blocking won even where K fits one chunk)
         eff *= BLOCKED_WITHOUT_GAIN
-    elif not params["BLOCK_K"] and k > UNBLOCKED_K and not packed_b:
+    elif not params["BLOCK_K"] and k > UNBLOCKED_K and not packed_b and m > FEW_ROWS:
         eff *= 0.35   # B's panel (K rows N values apart) falls out of the cache
     return eff
 

@@ -23,9 +23,14 @@ def tiled(tm: int, tn: int, tk: int, wm: int, wn: int, vec: int = 4, lds_vec: in
 
 
 def blocked(block_n: int, block_k: int, group_n: int = 4, group_m: int = 4,
-            m_fastest: int = 0) -> dict:
-    return {"kernel": "gemm_blocked", "BLOCK_N": block_n, "BLOCK_K": block_k,
-            "GROUP_N": group_n, "GROUP_M": group_m, "M_FASTEST": m_fastest}
+            m_fastest: int = 0, rows: int = 8) -> dict:
+    """A gemm_blocked set; `rows` (MR) of C per work-item, named only when not 8, so that
+    tuning caches written before MR existed still name the same sets."""
+    params = {"kernel": "gemm_blocked", "BLOCK_N": block_n, "BLOCK_K": block_k,
+              "GROUP_N": group_n, "GROUP_M": group_m, "M_FASTEST": m_fastest}
+    if rows != 8:
+        params["MR"] = rows
+    return params
 
 
 def split_k(params: dict, slices: int) -> dict:
@@ -104,6 +109,18 @@ GPU_SPLIT_SETS = [split_k(p, s) for s in SPLITS for p in SPLIT_TILES]
 # size, 8x16 -> 8x32 (unpacked B; YOLOv5s and ResNet-18 layers as M x N x K):
 #   64 x 25600 x 288 129 -> 206, 1024^3 147 -> 191, 64 x 3136 x 576 185 -> 259,
 #   512 x 400 x 1024 230 -> 228. A register-only loop of float16 FMAs peaks at ~460 here.
+# 6x16 blocks (MR=6, 2026-11-28), for 8-wide SIMD with 16 vector registers (AVX2): 8x16 keeps
+# 16 accumulators, which with the two B vectors and a broadcast spill out of 16 registers; 6x16
+# keeps 12 (the shape of an AVX2 BLAS micro-kernel). PoCL 3.0 on a 2-core AMD EPYC (Zen 3,
+# AVX2) at load average ~10, ViT-S/16's linear layers (M x N x K, W^T stored), 10 interleaved
+# rounds of 5 runs, kernel time at the first quartile, ms (onnxruntime's MatMul+Add beside):
+#                        197x1152x384  197x384x1536  197x1536x384  197x384x384
+#   8x8  k- 4x4                3.24         14.8           5.23          1.15
+#   8x16 k- 4x4                4.95          5.74           -             -
+#   6x16 k- 4x4                2.56          4.14          3.87          0.79
+#   6x16 k256 2x4              3.14          3.64          4.71          0.91
+#   onnxruntime                2.21          3.33          3.20          0.50
+# On 16-lane hardware 6x16 is 6 accumulators, too few to hide the FMA latency (cost.py).
 CPU_PARAMETER_SETS = [
     blocked(32, 256, 2, 8),
     blocked(32, 256, 1, 8),
@@ -115,6 +132,8 @@ CPU_PARAMETER_SETS = [
     blocked(8, 256),
     blocked(16, 0),              # small K: one pass, no barrier
     blocked(8, 0),               # the kernel before K blocking (AVX2-sized)
+    blocked(16, 0, 4, 4, rows=6),     # AVX2: 12 accumulators (above)
+    blocked(16, 256, 2, 4, rows=6),
 ]
 
 # gemv.h, for a linear layer with at most GEMV_MAX_ROWS rows. On PoCL (2 cores), MobileNetV2's
@@ -254,6 +273,7 @@ def describe_params(params: dict) -> str:
     if params.get("kernel") == "gemv":
         return f"gemv lanes {params['LANES']}"
     if params.get("kernel") == "gemm_blocked":
-        return (f"blocked 8x{params['BLOCK_N']} k{params['BLOCK_K'] or '-'} "
+        return (f"blocked {params.get('MR', 8)}x{params['BLOCK_N']} "
+                f"k{params['BLOCK_K'] or '-'} "
                 f"{params['GROUP_N']}x{params['GROUP_M']}{' m' if params['M_FASTEST'] else ''}")
     return ",".join(f"{k}={v}" for k, v in params.items())

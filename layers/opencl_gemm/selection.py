@@ -43,16 +43,17 @@ def matching(stored: Any, parameter_sets: list[dict]) -> dict | None:
 
 
 def select_gemm(device: Any, m: int, n: int, k: int, z: int = 1, trans_a: bool = False,
-                trans_b: bool = False, precision: str = "fp32",
+                trans_b: bool = False, packed_b: bool = False, precision: str = "fp32",
                 split: bool = False) -> tuple[dict, str]:
     """(gemm.h parameter set, reason) for one weight GEMM: tuned, else the cost model's.
+    `packed_b`: B will be stored in gemm_blocked's strips if that family runs it.
     `precision`: the plan's for the layer; "tf32" / "fp16" let the tensor-core sets compete
     where the device has them, and are part of the tuning cache's key. `split`: the caller
     runs split-K sets too (launch.linear_gemm_launches), at any precision."""
     if PINNED is not None and PINNED[0] == "gemm":
         return PINNED[1], FORCED
-    ranked = ranked_gemm_params(device, m, n, k, z, trans_a, trans_b, precision=precision,
-                                split=split)
+    ranked = ranked_gemm_params(device, m, n, k, z, trans_a, trans_b, packed_b,
+                                precision=precision, split=split)
     entry = tuning_cache.lookup(device, tuning_cache.gemm_key(m, n, k, z, trans_a, trans_b,
                                                               precision))
     if entry is not None and entry["algorithm"] == "gemm":

@@ -6,6 +6,8 @@ which is where the input order is scrambled (see layers/common/attention_roles.p
 outputs are dropped.
 """
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -339,11 +341,15 @@ def test_mha_bad_params_raise(rng):
                      weights=weights)
 
 
-# --- both OpenCL paths, each forced on its own ------------------------------------------------
-# The fused kernel (clkernels/attention_fused.cl) and the unfused chain (bgemm + masked_softmax)
-# are both picked by layers/opencl/attention.py; each is checked here against torch on awkward
-# shapes: head sizes that are not multiples of 4 (scalar loads) and wide ones, one token, token
-# counts that leave a partial tile of keys and a partial group of queries.
+# --- every OpenCL path, each forced on its own ------------------------------------------------
+# The two fused kernels (attention_rows of clkernels/attention_fused.cl, picked on GPUs, and
+# attention_blocks of clkernels/attention_blocks.cl, picked on CPU devices) and the unfused chain
+# (bgemm + masked_softmax) are all picked by layers/opencl/attention.py; each is checked here
+# against torch on awkward shapes: head sizes that are not multiples of 4 (scalar loads) and
+# wide ones, one token, token counts that leave a partial tile of keys, a partial vector of
+# keys and a partial group or block of queries.
+
+PATHS = ["fused_rows", "fused_blocks", "unfused"]
 
 def opencl_path(path):
     from tests.conftest import opencl_available
@@ -355,7 +361,7 @@ def opencl_path(path):
     return forced_path(path)
 
 
-@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("head, value_head", [(32, 32), (64, 64), (80, 80), (128, 128), (3, 5),
                                               (12, 20)])
 @pytest.mark.parametrize("length, source", [(1, 1), (13, 13), (67, 33), (5, 70)])
@@ -368,12 +374,14 @@ def test_sdpa_each_opencl_path(rng, path, head, value_head, length, source):
     assert_close(y, F.scaled_dot_product_attention(T(q), T(k), T(v)).numpy())
 
 
-@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("mask", ["causal", "bool", "float", "bool_broadcast", "fully_masked",
-                                  "gqa"])
+                                  "gqa", "causal_long"])
 def test_sdpa_masks_on_each_opencl_path(rng, path, mask):
     q, k, v = rand(rng, 2, 4, 37, 16), rand(rng, 2, 4, 41, 16), rand(rng, 2, 4, 41, 24)
-    params = {"dropout_p": 0.0, "is_causal": mask == "causal"}
+    if mask == "causal_long":   # blocks of rows whose diagonal ends tiles early, L > S
+        q, k, v = rand(rng, 1, 3, 83, 32), rand(rng, 1, 3, 75, 32), rand(rng, 1, 3, 75, 40)
+    params = {"dropout_p": 0.0, "is_causal": mask.startswith("causal")}
     inputs, torch_mask = [q, k, v], None
     if mask == "gqa":   # two K/V heads serve four query heads
         k, v = k[:, :2], v[:, :2]
@@ -393,7 +401,7 @@ def test_sdpa_masks_on_each_opencl_path(rng, path, mask):
     with opencl_path(path):
         (y,) = run_operator(SDPA, inputs, params=params, backend="opencl")
     expected = F.scaled_dot_product_attention(T(q), T(k), T(v), attn_mask=torch_mask,
-                                              is_causal=mask == "causal",
+                                              is_causal=mask.startswith("causal"),
                                               enable_gqa=mask == "gqa")
     assert_close(y, torch.nan_to_num(expected).numpy())
 
@@ -402,14 +410,14 @@ def test_sdpa_nan_in_a_row_is_nan_on_each_opencl_path(rng):
     q, k, v = rand(rng, 1, 1, 4, 8), rand(rng, 1, 1, 70, 8), rand(rng, 1, 1, 70, 8)
     k[0, 0, 50, 3] = np.nan   # in the second tile of keys: every query's row sees it
     expected = F.scaled_dot_product_attention(T(q), T(k), T(v)).numpy()
-    for path in ("fused", "unfused"):
+    for path in PATHS:
         with opencl_path(path):
             (y,) = run_operator(SDPA, [q, k, v], params={"dropout_p": 0.0, "is_causal": False},
                                 backend="opencl")
         assert np.isnan(expected).all() and np.isnan(y).all(), path
 
 
-@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("kind", ["self", "kv", "qkv"])
 @pytest.mark.parametrize("masks", [(), ("am_float",), ("am_bool",), ("am_3d",), ("kpm_bool",),
@@ -449,7 +457,7 @@ def test_mha_output_only_on_each_opencl_path(rng, path, batch_first, kind, masks
     assert_close(y, expected.numpy(), what=f"attention output ({path})")
 
 
-@pytest.mark.parametrize("path", ["fused", "unfused"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("embed, heads, tokens", [(384, 6, 197), (96, 3, 1), (160, 2, 31)])
 def test_mha_vit_like_shapes_on_each_opencl_path(rng, path, embed, heads, tokens):
     """ViT-S/16's attention (197 tokens, 6 heads of 64), a single token, heads of 80."""
@@ -493,9 +501,14 @@ def fused_variant(params):
 
     if not opencl_available():
         pytest.skip("no OpenCL device")
-    from kuiper.layers.opencl.attention import forced_parameters
+    from kuiper.layers.opencl.attention import forced_parameters, forced_path
 
-    return forced_parameters(params)
+    @contextlib.contextmanager
+    def both():   # attention_rows (a CPU device would take attention_blocks) with these sets
+        with forced_path("fused_rows"), forced_parameters(params):
+            yield
+
+    return both()
 
 
 def variant_ids(params):
@@ -605,3 +618,25 @@ def test_fused_attention_projections_that_do_not_fit_x(rng):
                "v_weight": rand(rng, 8, 8)}
     with pytest.raises(KuiperError, match="q_shape"):
         run_operator("kuiper.fused_attention", [x], params=params, weights=weights)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("q_shape, s, ev", [((1, 2, 67, 64), 197, 64), ((2, 3, 13, 80), 13, 80),
+                                            ((1, 2, 9, 128), 33, 128), ((3, 1, 5), 70, 5)])
+@pytest.mark.parametrize("masked", [False, True])
+def test_fused_attention_operator_on_each_opencl_path(rng, path, q_shape, s, ev, masked):
+    """K^T read in place (no transposed copy) by each fused kernel, padding masks included."""
+    q = rand(rng, *q_shape)
+    batch, e = q_shape[:-2], q_shape[-1]
+    kt, v = rand(rng, *batch, e, s), rand(rng, *batch, s, ev)
+    inputs = [q, kt, v]
+    scores = T(q) @ T(kt) * 0.125
+    if masked:
+        mask = np.where(rng.random((*batch[:1], *([1] * (len(batch) - 1)), 1, s)) < 0.2,
+                        -1e4, 0.0).astype(np.float32)
+        inputs.append(mask)
+        scores = scores + T(mask)
+    with opencl_path(path):
+        (y,) = run_operator("kuiper.fused_attention", inputs,
+                            params={"scale": 0.125, "masked": masked}, backend="opencl")
+    assert_close(y, (torch.softmax(scores, dim=-1) @ T(v)).numpy())

