@@ -85,3 +85,31 @@ def export_model(export_dir):
 
 def pytest_configure(config):
     os.environ.setdefault("PYOPENCL_NO_CACHE", "0")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--sample-per-test", type=int, default=0, metavar="N",
+        help="keep at most N cases of each test function, spread evenly over its parameters "
+             "(the normal run's Oclgrind pass over the layer tests; 0: every case)")
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
+def pytest_collection_modifyitems(config, items):
+    """--sample-per-test N: of each test function's cases (its parametrizations, in
+    collection order), the first and then every len/N-th, at most N; the others are
+    deselected. Every test function still runs, on fewer of its shapes."""
+    per_test = config.getoption("--sample-per-test")
+    if per_test <= 0:
+        return
+    cases: dict[str, list] = {}
+    for item in items:
+        cases.setdefault(item.nodeid.split("[")[0], []).append(item)
+    kept = set()
+    for group in cases.values():
+        step = len(group) / per_test
+        kept.update(id(group[int(i * step)]) for i in range(min(per_test, len(group))))
+    deselected = [item for item in items if id(item) not in kept]
+    if deselected:
+        items[:] = [item for item in items if id(item) in kept]
+        config.hook.pytest_deselected(items=deselected)

