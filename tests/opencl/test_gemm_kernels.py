@@ -88,8 +88,20 @@ def expected_gemm(a, b, bias, trans_a, trans_b, groups, bias_mode):
 
 def fits_here(runtime, params):
     if not gemm.fits(params, runtime.device):
-        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name} "
-                    "(work-group size or local memory)")
+        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}: "
+                    f"{gemm.why_it_cannot_run(params, runtime.device)}")
+
+
+def test_blocks_of_other_than_8_rows_run_on_cpu_devices_only():
+    """The 6- and 4-row gemm_blocked sets are for a CPU's SIMD registers; a GPU is refused them
+    (parameter_sets.fits says what NVIDIA's compiler did with them), with the reason."""
+    from tests.opencl.described_devices import fake_h100
+
+    h100 = fake_h100()
+    for params in gemm.CPU_PARAMETER_SETS:
+        if params["kernel"] == "gemm_blocked" and params.get("MR", 8) != 8:
+            assert not gemm.fits(params, h100)
+            assert "CPU devices only" in gemm.why_it_cannot_run(params, h100)
 
 
 @pytest.mark.parametrize("params", ALL_SETS, ids=label)

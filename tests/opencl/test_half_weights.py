@@ -37,7 +37,8 @@ def runtime():
 @pytest.mark.parametrize("layout", WEIGHT_LAYOUTS, ids=lambda t: f"{t[0]}_{t[3]}")
 def test_half_weights_on_every_family(runtime, rng, params, layout):
     if not gemm.fits(params, runtime.device):
-        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}")
+        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}: "
+                    f"{gemm.why_it_cannot_run(params, runtime.device)}")
     stem, trans_a, trans_b, weight = layout
     for m, n, k in [(1, 1, 1), (7, 63, 65), (65, 17, 300)]:
         c, a, b, _ = h.run(runtime, stem, trans_a, trans_b, m, n, k, params, rng,
@@ -52,7 +53,8 @@ def test_half_weights_on_every_family(runtime, rng, params, layout):
 def test_half_weights_on_gemv(runtime, rng, params):
     """gemv.h: a classifier at batch 1, its weight (out, in) read transposed as halves."""
     if not gemm.fits(params, runtime.device):
-        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}")
+        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}: "
+                    f"{gemm.why_it_cannot_run(params, runtime.device)}")
     for m, n, k in [(1, 1000, 1280), (3, 7, 13)]:
         c, a, b, _ = h.run(runtime, "linear", False, True, m, n, k, params, rng, half_b=True)
         h.check_precision_bounds(c, a, b, False, True, 1, "fp32",
@@ -68,7 +70,8 @@ def test_every_half_value_converts_exactly(runtime, params):
     vload_half4 conversions. (A device that flushes float subnormals to zero may give 0 for
     half's subnormals, below 6.1e-5; gemm.h says so.)"""
     if not gemm.fits(params, runtime.device):
-        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}")
+        pytest.skip(f"{gemm.describe_params(params)} does not fit {runtime.name}: "
+                    f"{gemm.why_it_cannot_run(params, runtime.device)}")
     bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
     values = bits.view(np.float16)
     one = np.ones((1, 1), np.float32)
