@@ -53,12 +53,14 @@ def ceil_to(value: int, multiple: int) -> int:
 # The tensor cores (gemm_mma.h). Their peak over the FMA units' peak, which is what
 # device_rates reports: an H100 SXM has 495 TFLOP/s of dense TF32 and 989 of FP16 against 67 of
 # FP32 FMAs (an A100: 156 and 312 against 19.5, the same ratios within 10%). The fraction of that
-# peak gemm_mma reaches (mma.sync from local memory, no ldmatrix nor cp.async) is a guess until
-# the GPU timing (tests/benchmarks/gemm_precision.py) replaces it: by work-group size, as for
-# gemm_tiled's blocks. Only the order matters, and it puts the tensor cores ahead of gemm_tiled
-# on every shape big enough to fill the device.
+# peak gemm_mma reaches (mma.sync from local memory, no ldmatrix nor cp.async), by work-items per
+# work-group, as measured on an NVIDIA H200 (driver 580.159.04; tests/benchmarks/gemm_precision.py
+# at 4096^3, 2026-11-28): TF32 45.5 TFLOP/s at best (9.2% of 495), FP16 43.8 (4.4% of 989),
+# gemm_tiled 38.5 in fp32. So the tensor-core sets beat gemm_tiled's by 1.2x at most, and a
+# product too small to fill the device with their big tiles stays on a (split-K) gemm_tiled set.
 TENSOR_PEAK = {"tf32": 7.4, "fp16": 14.8}
-MMA_EFFICIENCY = {256: 0.35, 128: 0.3, 64: 0.2}   # by work-items per work-group (warps x 32)
+MMA_EFFICIENCY = {"tf32": {256: 0.09, 128: 0.072, 64: 0.05},
+                  "fp16": {256: 0.036, 128: 0.04, 64: 0.03}}
 
 
 def tile_shape(params: dict) -> tuple[int, int, int]:
@@ -77,8 +79,9 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any,
     """Fraction of peak on a big problem (factor 1 of the module docstring); C is m x n;
     `packed_b`: B in gemm_blocked's strips (im2col_gemm on a CPU device, PACKED_B)."""
     if params["kernel"] == "gemm_mma":
-        return (TENSOR_PEAK[mma_sets.precision_of(params)]
-                * MMA_EFFICIENCY.get(work_group_size(params), 0.2))
+        precision = mma_sets.precision_of(params)
+        return TENSOR_PEAK[precision] * MMA_EFFICIENCY[precision].get(work_group_size(params),
+                                                                      0.03)
     if params["kernel"] == "gemm_tiled":
         block = params["WPT_M"] * params["WPT_N"]
         if block >= 128 and min(m, n) < BIG_BLOCK_MIN_SIDE:

@@ -38,7 +38,7 @@ from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.models import zoo
 from tests.models.common import image, torch_outputs
-from tests.opencl.mma_harness import round_tf32
+from tests.opencl.mma_harness import round_tf32, tensor_cores_preferred
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")]
@@ -99,9 +99,11 @@ def device_tensor_cores():
 
 def kuiper_run(param, inputs, precision: str, device_tensor_cores) -> tuple[list, str]:
     """The model's outputs on OpenCL at `precision`, and what ran: the real tensor cores
-    where the probe found them, else their emulation."""
+    where the probe found them, else their emulation; preferred by the cost model, so that the
+    contract is measured on them (on these small layers it may rightly pick portable sets)."""
     real = precision in device_tensor_cores
-    with contextlib.nullcontext() if real else mma_sets.emulated_tensor_cores():
+    with contextlib.nullcontext() if real else mma_sets.emulated_tensor_cores(), \
+            tensor_cores_preferred():
         graph = kuiper.load(param, backend="opencl", precision=precision)
         outputs = [np.asarray(o) for o in graph.forward(*inputs)]
         rows = [getattr(op.layer, "computes", None) for op in graph.order]

@@ -30,7 +30,7 @@ from kuiper.opencl.device import tuning_cache
 from kuiper.opencl.device.tensor_cores import tensor_cores
 from kuiper.testing import assert_close, write_operator_model
 from tests.conftest import opencl_available
-from tests.opencl.mma_harness import U32, U_INPUT, round_half
+from tests.opencl.mma_harness import U32, U_INPUT, round_half, tensor_cores_preferred
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 
@@ -76,14 +76,15 @@ def needs_emulation(precision: str) -> bool:
 
 
 def load_case(tmp_path, case, precision: str, emulate: bool | None = None):
-    """Load and run a one-operator model at `precision`; `emulate`: None emulates the tensor
-    cores only where the device has none."""
+    """Load and run a one-operator model at `precision`, the tensor cores preferred; `emulate`:
+    None emulates the tensor cores only where the device has none."""
     op_type, x, w, b, params, _, _ = case
     path = write_operator_model(tmp_path, op_type, [x], params=params,
                                 weights={"weight": w, "bias": b})
     if emulate is None:
         emulate = needs_emulation(precision)
-    with mma_sets.emulated_tensor_cores() if emulate else contextlib.nullcontext():
+    with mma_sets.emulated_tensor_cores() if emulate else contextlib.nullcontext(), \
+            tensor_cores_preferred():
         with algorithms.forced("im2col_gemm"):   # a GEMM algorithm for the convolution
             graph = kuiper.load(path, backend="opencl", precision=precision)
             (y,) = graph.forward(x)
@@ -98,19 +99,10 @@ def torch_of(fn, x, w, b, dtype=torch.float64):
 @pytest.mark.parametrize("precision", ["tf32", "fp16"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_gemm_layers_compute_in_the_precision_asked(tmp_path, rng, name, precision):
-    """A tensor-core set, pinned as `kuiper tune` pins a candidate (on products this small the
-    cost model may rightly prefer a portable set: test_the_linear_layers_scratch_follows_its_
-    precision checks its choice), computes in the precision asked, within its bound."""
-    from kuiper.layers.opencl_gemm.selection import pinned
-    from kuiper.opencl.device.runtime import OpenCLRuntime
-
+    """A layer on the tensor cores computes in the precision asked, within its bound."""
     case = CASES[name](rng)
     _, x, w, b, _, fn, k = case
-    with mma_sets.emulated_tensor_cores() if needs_emulation(precision) else \
-            contextlib.nullcontext():
-        tensor_core_set = mma_sets.mma_sets_for(OpenCLRuntime.shared().device, precision)[0]
-    with pinned("gemm", tensor_core_set):
-        graph, layer, y = load_case(tmp_path, case, precision)
+    graph, layer, y = load_case(tmp_path, case, precision)
     assert graph.plan.precision_of(next(op for op in graph.order if op.layer is layer)) \
         == precision
     assert layer.computes.startswith(precision), layer.computes
@@ -157,7 +149,7 @@ def test_a_weight_given_as_an_input_stays_float32(tmp_path, rng):
     w = rng.standard_normal((11, 19)).astype(np.float32)
     path = write_operator_model(tmp_path, "F.linear", [x, w])
     with mma_sets.emulated_tensor_cores() if needs_emulation("fp16") else \
-            contextlib.nullcontext():
+            contextlib.nullcontext(), tensor_cores_preferred():
         graph = kuiper.load(path, backend="opencl", precision="fp16")
         (y,) = graph.forward(x, w)
     layer = next(op.layer for op in graph.order if op.type == "F.linear")
@@ -317,9 +309,9 @@ def test_a_linear_layer_binds_a_split_k_set_at_every_precision(tmp_path, rng, pr
                  what=f"split-K linear at {precision}")
 
 
-def transformer_linear(monkeypatch):
+def transformer_linear(monkeypatch, rows: int = 128):
     """An OpenCL Linear as the cost model sees it on an H100 with tensor cores: a
-    transformer's MLP output at 128 tokens (128 x 768, K = 3072), no tuning cache."""
+    transformer's MLP output at `rows` tokens (rows x 768, K = 3072), no tuning cache."""
     from types import SimpleNamespace
 
     from kuiper.core.tensor_spec import TensorSpec
@@ -332,25 +324,31 @@ def transformer_linear(monkeypatch):
     layer = Linear.__new__(Linear)
     layer.weight, layer.bias = np.zeros((768, 3072), np.float32), None
     layer.runtime = SimpleNamespace(device=h100)
-    return layer, [TensorSpec.of((128, 3072))], [TensorSpec.of((128, 768))]
+    return layer, [TensorSpec.of((rows, 3072))], [TensorSpec.of((rows, 768))]
 
 
-def test_the_linear_layers_scratch_follows_its_precision(monkeypatch):
-    """fp32: the cost model splits K (24 tiles for 132 compute units) and asks for the
-    partial sums' scratch; tf32 / fp16: the tensor cores win, unsplit, and no scratch is
-    planned. workspace_shapes answers what bind will bind (Linear.choose)."""
+@pytest.mark.parametrize("rows", [128, 8192])
+def test_the_linear_layers_scratch_follows_its_precision(monkeypatch, rows):
+    """workspace_shapes answers what bind will bind (Linear.choose), at every precision: the
+    partial sums' scratch exactly when the set chosen splits K. At 128 rows (24 tiles for 132
+    compute units) fp32 splits K; at 8192 rows the TF32 tensor cores (1.2x gemm_tiled at best,
+    as measured on an H200: cost.py) win, unsplit, and no scratch is planned."""
     from kuiper.layers.opencl_gemm.launch import split_workspace
 
-    layer, in_specs, out_specs = transformer_linear(monkeypatch)
+    layer, in_specs, out_specs = transformer_linear(monkeypatch, rows)
     for precision in ("fp32", "tf32", "fp16"):
         params, _ = layer.choose(in_specs, out_specs, precision)
         shapes = layer.workspace_shapes(in_specs, out_specs, precision=precision)
-        assert shapes == split_workspace(params, 128, 768, 3072), precision
-        if precision == "fp32":
-            assert params.get("SPLIT_K", 1) > 1 and shapes, params
-        else:
-            assert params["kernel"] == "gemm_mma" and mma_sets.precision_of(params) == precision
-            assert shapes == []
+        assert shapes == split_workspace(params, rows, 768, 3072), precision
+        assert bool(shapes) == (params.get("SPLIT_K", 1) > 1), params
+        if params["kernel"] == "gemm_mma":
+            assert mma_sets.precision_of(params) == precision and not shapes
+    fp32, _ = layer.choose(in_specs, out_specs, "fp32")
+    tf32, _ = layer.choose(in_specs, out_specs, "tf32")
+    if rows == 128:
+        assert fp32.get("SPLIT_K", 1) > 1, fp32
+    else:
+        assert tf32["kernel"] == "gemm_mma" and mma_sets.precision_of(tf32) == "tf32", tf32
 
 
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16"])
