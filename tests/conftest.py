@@ -85,6 +85,10 @@ def export_model(export_dir):
 
 def pytest_configure(config):
     os.environ.setdefault("PYOPENCL_NO_CACHE", "0")
+    # No JIT helper processes (kuiper/opencl/device/jit_helper.py) on a cold PoCL cache: the
+    # test run's workers (pytest-xdist, README) already keep the cores busy, and helpers only
+    # competed with them. tests/opencl/test_jit_helpers.py turns them on where it tests them.
+    os.environ.setdefault("KUIPER_JIT_HELPERS", "0")
 
 
 def pytest_addoption(parser):
@@ -92,23 +96,48 @@ def pytest_addoption(parser):
         "--sample-per-test", type=int, default=0, metavar="N",
         help="keep at most N cases of each test function, spread evenly over its parameters "
              "(the normal run's Oclgrind pass over the layer tests; 0: every case)")
+    parser.addoption(
+        "--sample-functions", type=int, default=1, metavar="N",
+        help="keep every N-th test function only, in collection order (with --sample-per-test: "
+             "the normal run's short Oclgrind pass)")
+    parser.addoption(
+        "--full-sweeps", action="store_true",
+        help="run every case of the sweeps (tests marked `sweep`, cases marked `full_sweep`); "
+             "the normal run keeps a few of each")
+
+
+def spread(cases: list, count: int) -> list:
+    """At most `count` of `cases`: the first, then every len/count-th (all the parameters'
+    values still show up, in fewer combinations)."""
+    step = len(cases) / count
+    return [cases[int(i * step)] for i in range(min(count, len(cases)))]
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
 def pytest_collection_modifyitems(config, items):
-    """--sample-per-test N: of each test function's cases (its parametrizations, in
-    collection order), the first and then every len/N-th, at most N; the others are
-    deselected. Every test function still runs, on fewer of its shapes."""
+    """Fewer cases of some test functions (their parametrizations, in collection order): a
+    case marked `full_sweep` is left out and `@pytest.mark.sweep(keep=N)` keeps N of a sweep,
+    unless --full-sweeps asks for all; --sample-per-test N keeps N cases of every function,
+    and --sample-functions N every N-th function only."""
     per_test = config.getoption("--sample-per-test")
-    if per_test <= 0:
-        return
-    cases: dict[str, list] = {}
+    every = max(1, config.getoption("--sample-functions"))
+    full = config.getoption("--full-sweeps")
+    functions: dict[str, list] = {}
     for item in items:
-        cases.setdefault(item.nodeid.split("[")[0], []).append(item)
+        functions.setdefault(item.nodeid.split("[")[0], []).append(item)
     kept = set()
-    for group in cases.values():
-        step = len(group) / per_test
-        kept.update(id(group[int(i * step)]) for i in range(min(per_test, len(group))))
+    for index, group in enumerate(functions.values()):
+        if index % every:
+            continue
+        if not full:
+            group = [item for item in group if item.get_closest_marker("full_sweep") is None]
+        if not group:
+            continue
+        sweep = group[0].get_closest_marker("sweep")
+        keep = sweep.kwargs.get("keep", 4) if sweep is not None and not full else len(group)
+        if per_test > 0:
+            keep = min(keep, per_test)
+        kept.update(id(item) for item in spread(group, keep))
     deselected = [item for item in items if id(item) not in kept]
     if deselected:
         items[:] = [item for item in items if id(item) in kept]

@@ -8,7 +8,8 @@ never initialised in the parent: a forked child cannot use its parent's OpenCL c
 child makes its own.
 
 The child:
-- caps its address space (RLIMIT_AS) and arms an alarm whose default action kills it;
+- caps its address space (RLIMIT_AS: 3 GiB on top of what it inherits from its parent) and
+  arms an alarm whose default action kills it;
 - sets Kuiper's own budgets (KUIPER_MAX_*_BYTES) well below that cap, so an allocation the
   budgets should have refused shows up as a MemoryError or a kill, never as a passing case;
 - loads the model, prints its summary (what `kuiper info` does), feeds inputs of the declared
@@ -124,9 +125,18 @@ def classify(case: Callable[[], Outcome | None]) -> Outcome:
 @dataclass
 class CaseLimits:
     seconds: float = 10.0
-    memory_bytes: int = 3 << 30        # the child's address-space cap
+    memory_bytes: int = 3 << 30        # the child's address space, beyond what it inherits
     budget_tensor: int = 64 << 20      # KUIPER_MAX_TENSOR_BYTES inside the child
     budget_total: int = 256 << 20      # KUIPER_MAX_TOTAL_BYTES inside the child
+
+
+def inherited_address_space() -> int:
+    """Bytes of address space this process maps now (0 where /proc/self/statm is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
 
 
 class Child:
@@ -149,7 +159,10 @@ class Child:
         try:
             os.environ["KUIPER_MAX_TENSOR_BYTES"] = str(limits.budget_tensor)
             os.environ["KUIPER_MAX_TOTAL_BYTES"] = str(limits.budget_total)
-            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+            # a forked child starts with all of its parent's address space (a test process
+            # that has run thousands of tests maps gigabytes): the cap is on top of that
+            cap = inherited_address_space() + limits.memory_bytes
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
             warnings.simplefilter("ignore")  # NumPy's overflow warnings are not findings
             logging.getLogger("kuiper").setLevel(logging.ERROR)  # no progress line per case
             signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the alarm kills: a hang, not a catch

@@ -71,7 +71,8 @@ class ComplexPart(Layer):
         z = inputs[0]
         if not is_complex(z.dtype):
             return [z]
-        return [np.ascontiguousarray(z.real if self.part == "real" else z.imag)]
+        # a copy of the strided part (np.ascontiguousarray would make a 0-d tensor 1-d)
+        return [np.array(z.real if self.part == "real" else z.imag, order="C")]
 
 
 @register("torch.real", backend="cpu")

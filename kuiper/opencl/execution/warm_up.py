@@ -20,11 +20,18 @@ from typing import Any
 
 import numpy as np
 
+from kuiper.layers.opencl_base import Steps
+
 logger = logging.getLogger("kuiper.opencl.execution.executor")
 
 
 def _launches(runner: Any) -> list:
-    return list(getattr(runner, "launches", None) or ())
+    """A step's launches, a recurrence's Steps opened up (each of its kernels once: the step
+    number is an argument, the compiled kernel the same for every step)."""
+    flat = []
+    for item in getattr(runner, "launches", None) or ():
+        flat.extend(item.launches if isinstance(item, Steps) else [item])
+    return flat
 
 
 def offer_to_helpers(executor: Any, runner: Any) -> None:
