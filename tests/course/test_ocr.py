@@ -119,6 +119,34 @@ def test_recognizer_input_is_bgr_in_minus_one_to_one_padded(width, padded):
     assert (x[..., width:] == 0).all()
 
 
+def test_recognizer_input_refuses_a_width_narrower_than_the_line():
+    with pytest.raises(InputError, match="400 pixels wide does not fit width=352"):
+        ocr.recognizer_input(np.zeros((48, 400, 3), np.uint8), 352)
+
+
+def test_read_pads_every_line_of_an_image_to_the_widest_one(monkeypatch):
+    """One recognizer width per image (PaddleOCR batches lines the same way): each width is a
+    pnnx conversion and, on OpenCL, a kernel build; lines of 288 and 480 pixels both run at
+    480 (before: one model at 320 and another at 480, two builds on a first run)."""
+    reader = object.__new__(ocr.OCR)
+    boxes = [np.array([[0, 0], [100, 0], [100, 10], [0, 10]], np.float32),   # 480 wide at 48
+             np.array([[0, 20], [60, 20], [60, 30], [0, 30]], np.float32)]   # 288 wide
+    reader.detect = lambda image: [(box, 0.9) for box in boxes]
+    widths = []
+
+    def recognizer(width):
+        widths.append(width)
+        return lambda x: np.zeros((1, x.shape[3] // 8, 3), np.float32)
+
+    reader.recognizer = recognizer
+    reader.decode = lambda probs, charset: (f"{probs.shape[0]} steps", 1.0)
+    reader.charset = ["<blank>", "a", "b"]
+    lines = reader.read(np.zeros((40, 120, 3), np.uint8))
+    assert widths == [480, 480] and [line.text for line in lines] == ["60 steps", "60 steps"]
+    reader.detect = lambda image: []
+    assert reader.read(np.zeros((40, 120, 3), np.uint8)) == [] and widths == [480, 480]
+
+
 def test_detector_input_rounds_sides_to_multiples_of_32():
     x = ocr.detector_input(np.full((154, 325, 3), 255, np.uint8))
     assert x.shape == (1, 3, 160, 320)

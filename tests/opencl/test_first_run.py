@@ -106,6 +106,9 @@ def test_the_first_inference_is_not_the_one_that_compiles(tmp_path):
                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
                                 check=False)
         assert result.returncode == 0, result.stderr
+        # Clang's notes on 16-wide vectors without AVX-512 printed "2 warnings generated." on
+        # the user's terminal at every cold build (runtime.py's device_options: -w on PoCL)
+        assert "warning" not in result.stderr.lower(), result.stderr
         return result.stdout.split()
 
     warms_up, after_load, after_first = first_run()
@@ -202,3 +205,16 @@ def test_a_binary_the_driver_refuses_is_rebuilt(tmp_path, monkeypatch):
     program = again.program_from_source(source, [], "one")
     assert again.cached_builds == 0 and "one" in program.kernel_names
     assert binary_cache.load(stored.stem) != b"not a binary"  # replaced by the good one
+
+
+def test_kernel_compiler_warnings_are_off_on_pocl_unless_asked_for(monkeypatch):
+    """-w on PoCL's CPU devices (its Clang's ABI notes are noise to a user), nowhere else, and
+    KUIPER_KERNEL_WARNINGS=1 brings them back for someone writing a kernel."""
+    from kuiper.opencl.device.runtime import OpenCLRuntime, compiles_to_native_cpu
+
+    runtime = OpenCLRuntime.shared()
+    pocl = compiles_to_native_cpu(runtime.device)
+    monkeypatch.delenv("KUIPER_KERNEL_WARNINGS", raising=False)
+    assert ("-w" in runtime.device_options) == pocl
+    monkeypatch.setenv("KUIPER_KERNEL_WARNINGS", "1")
+    assert "-w" not in runtime.device_options

@@ -272,10 +272,20 @@ class OpenCLRuntime:
     @property
     def device_options(self) -> list[str]:
         """Build options every program gets on this device: KUIPER_NARROW_VECTORS where its
-        compiler cannot build float16 (epilogue.h then leaves out its 16-wide function)."""
+        compiler cannot build float16 (epilogue.h then leaves out its 16-wide function), and
+        on PoCL's CPU devices -w (no warnings) unless KUIPER_KERNEL_WARNINGS=1: on a CPU
+        without AVX-512, Clang notes at every helper taking a float16 that "AVX vector
+        argument ... changes the ABI", a note about linking objects built with other flags,
+        which one OpenCL program never does, and PoCL printed "10 warnings generated." on the
+        user's terminal for each program (PoCL accepts no -Wno-... option to silence just that
+        one). Plugin authors turn the warnings back on while writing a kernel."""
         from kuiper.opencl.device.vector_width import wide_vectors
 
-        return [] if wide_vectors(self.device) else ["-DKUIPER_NARROW_VECTORS=1"]
+        options = [] if wide_vectors(self.device) else ["-DKUIPER_NARROW_VECTORS=1"]
+        if (compiles_to_native_cpu(self.device)
+                and os.environ.get("KUIPER_KERNEL_WARNINGS", "0") != "1"):
+            options.append("-w")
+        return options
 
     def program(self, stem: str, options: Sequence[str] = ()):
         """The built program of `clkernels/<stem>.cl` (once per stem and options)."""
