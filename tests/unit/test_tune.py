@@ -518,3 +518,27 @@ def test_candidates_are_timed_with_the_models_epilogue_and_cold_caches(monkeypat
     assert epilogue is graph.plan.epilogues[problem.op.name] and epilogue.residual is not None
     assert residual is not None and residual.shape == (1, 4, 9, 11)
     assert len(flushes) == (3 if is_cpu(runtime.device) else 0)
+
+
+@needs_opencl
+def test_tune_skips_the_projections_a_fused_attention_absorbed(capsys, cache_dir, export_model):
+    """fuse_attention absorbs BERT's Q/K/V Linear layers; they are never bound, and `kuiper
+    tune` died on them (AttributeError in gemm_problem, H200, BERT-base). The tune times the
+    Linear layers that run, and the tuned model still matches PyTorch."""
+    from tests.models.zoo import BertLayer
+
+    torch.manual_seed(3)
+    module = BertLayer(48, 4).eval()
+    x, mask = torch.randn(1, 19, 48), torch.zeros(1, 1, 1, 19)
+    mask[..., -3:] = -1e4
+    model = str(export_model("tune-bert-layer", module, (x, mask)))
+    result = run_main(capsys, "tune", model, "--runs", "1")
+    assert result.returncode == 0, result.stderr
+    graph = kuiper.load(model, backend="opencl")
+    absorbed = {name for name in graph.plan.absorbed if "query" in name or "value" in name}
+    assert absorbed, "this test needs a model whose projections fuse_attention absorbs"
+    timed = [line.split()[0] for line in result.stdout.splitlines()[2:] if " gemm " in line]
+    assert timed and not absorbed & set(timed)
+    with torch.no_grad():
+        want = module(x, mask).numpy()
+    np.testing.assert_allclose(graph(x.numpy(), mask.numpy()), want, rtol=1e-4, atol=1e-4)

@@ -154,6 +154,10 @@ def collect_problems(graph) -> list[Problem]:
     found: dict[str, Problem] = {}
     for op in graph.order:
         layer = op.layer
+        if not graph.plan.runs(op):
+            # a Linear absorbed by a fusion (fuse_attention takes BERT's Q/K/V projections)
+            # is never bound: the fused operator computes it, with its own kernels
+            continue
         if not isinstance(layer, (ConvBind, Linear, ConvTransposeBind)):
             # (the operators the graph handles itself have no layer, and a
             # prim::TupleConstruct's output, a tuple, has no spec: YOLO's heads)
