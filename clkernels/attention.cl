@@ -4,7 +4,7 @@
 // softmax over the keys, in place, after applying up to two masks and an optional causal mask.
 // Mask k (k = 1, 2) element for (row r, key c) is at mK[mK_row[r] + c * mK_cs]; the per-row
 // offset tables are built on the host, so any broadcast of a mask over batch/heads works.
-// Build options:
+// Build options (the mask kinds: attention_mask.h):
 //   MASK1, MASK2: 0 none, 1 float (added), 2 bool (true = keep, SDPA), 3 bool (true = drop, MHA)
 //   MT1, MT2:     element types of the masks (float or uchar)
 //   CAUSAL:       query l of each block of `length` rows only sees keys 0..l
@@ -12,11 +12,7 @@
 //   WG:           local size (a power of two)
 
 #include "local_reduce.h"
-
-#define NO_MASK 0
-#define ADD_MASK 1
-#define KEEP_MASK 2
-#define DROP_MASK 3
+#include "attention_mask.h"   // the mask kinds, mask_score() and MASK_APPLIED; CAUSAL, SAFE
 
 // Defaults, so that the file also builds without options (for head_mean alone).
 #ifndef WG
@@ -34,32 +30,12 @@
 #ifndef MT2
 #define MT2 float
 #endif
-#ifndef CAUSAL
-#define CAUSAL 0
-#endif
-#ifndef SAFE
-#define SAFE 0
-#endif
-
-inline float apply_mask(float v, const int kind, const float add, const uchar flag)
-{
-    if (kind == ADD_MASK)
-        return v + add;
-    if (kind == KEEP_MASK)
-        return flag ? v : -INFINITY;
-    if (kind == DROP_MASK)
-        return flag ? -INFINITY : v;
-    return v;
-}
 
 // The masked score of (row r, key c); `m1`, `m2` are only read when their mask exists.
-#define MASKED(v, r, c)                                                                   \
-    apply_mask(apply_mask((CAUSAL && (c) > (r) % length) ? -INFINITY : (v), MASK1,        \
-                          MASK1 == ADD_MASK ? (float)m1[m1_row[r] + (c) * m1_cs] : 0.0f,  \
-                          MASK1 >= KEEP_MASK ? (uchar)m1[m1_row[r] + (c) * m1_cs] : 0),   \
-               MASK2,                                                                     \
-               MASK2 == ADD_MASK ? (float)m2[m2_row[r] + (c) * m2_cs] : 0.0f,             \
-               MASK2 >= KEEP_MASK ? (uchar)m2[m2_row[r] + (c) * m2_cs] : 0)
+#define MASKED(v, r, c)                                                                      \
+    MASK_APPLIED(MASK_APPLIED((CAUSAL && (c) > (r) % length) ? -INFINITY : (v), MASK1, m1,   \
+                              m1_row[r] + (c) * m1_cs),                                      \
+                 MASK2, m2, m2_row[r] + (c) * m2_cs)
 
 __kernel void masked_softmax(__global float *s, const int cols, const int length,
                              __global const MT1 *m1, __global const int *m1_row, const int m1_cs,

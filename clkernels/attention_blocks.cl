@@ -1,5 +1,6 @@
 // Fused attention for CPU devices: softmax(Q K^T * scale + masks) V with a work-item per block
-// of ROWS query rows, the online softmax of attention_fused.cl, and no local memory, no barrier.
+// of ROWS query rows, the online softmax (online_softmax.h) of attention_fused.cl, and no
+// local memory, no barrier.
 //
 // What it is good for, and when it is picked: every fused attention on a CPU device (PoCL);
 // layers/opencl/attention.py picks it there (`fused_kernel`) and attention_fused.cl's
@@ -35,7 +36,8 @@
 // NKV (score vectors per tile: TK = KW * NKV keys), VV (values per output vector: 16, 8, 4 or
 // 1, dividing HV), MASK and MT (attention_mask.h), CAUSAL, SAFE.
 
-#include "attention_mask.h"
+#include "attention_mask.h"   // MASK, MT, attention_masked(), CAUSAL and SAFE
+#include "online_softmax.h"   // SCORE_MAX, online_softmax_base() and _correction()
 
 #ifndef ROWS
 #define ROWS 4
@@ -48,12 +50,6 @@
 #endif
 #ifndef VV
 #define VV 1
-#endif
-#ifndef CAUSAL
-#define CAUSAL 0
-#endif
-#ifndef SAFE
-#define SAFE 0
 #endif
 #define TK (KW * NKV)     // keys per tile
 #define OV (HV / VV)      // output vectors per row
@@ -87,19 +83,17 @@
 #define LOAD_V LOAD_1
 #endif
 
-// Horizontal maximum and sum of a score vector (NaN never wins the maximum: it reaches the
-// output through exp(), see above).
-#define VMAX(a, b) ((a) > (b) ? (a) : (b))
+// Horizontal maximum and sum of a score vector (NaN never wins the maximum: SCORE_MAX).
 inline float hmax_k(const floatK v)
 {
 #if KW == 16
-    const float8 a = VMAX(v.lo, v.hi);
+    const float8 a = SCORE_MAX(v.lo, v.hi);
 #else
     const float8 a = v;
 #endif
-    const float4 b = VMAX(a.lo, a.hi);
-    const float2 c = VMAX(b.lo, b.hi);
-    return VMAX(c.x, c.y);
+    const float4 b = SCORE_MAX(a.lo, a.hi);
+    const float2 c = SCORE_MAX(b.lo, b.hi);
+    return SCORE_MAX(c.x, c.y);
 }
 
 inline float hsum_k(const floatK v)
@@ -209,11 +203,11 @@ void attention_blocks(__global const float *q, __global const int *q_base, const
         for (int r = 0; r < ROWS; ++r) {
             floatK top = (floatK)(-INFINITY);
             for (int c = 0; c < NKV; ++c)
-                top = VMAX(*(floatK *)&sc[r][c * KW], top);
-            const float m_new = VMAX(hmax_k(top), m[r]);
+                top = SCORE_MAX(*(floatK *)&sc[r][c * KW], top);
+            const float m_new = SCORE_MAX(hmax_k(top), m[r]);
             // every key so far masked: subtract 0 (e^-inf = 0 for them, a NaN stays NaN)
-            const float base = m_new == -INFINITY ? 0.0f : m_new;
-            correction[r] = exp(m[r] - base);    // 0 on the first tile (m = -inf)
+            const float base = online_softmax_base(m_new);
+            correction[r] = online_softmax_correction(m[r], m_new);   // 0 on the first tile
             floatK sum = (floatK)(0.0f);
             for (int c = 0; c < NKV; ++c) {
                 const floatK p = exp(*(floatK *)&sc[r][c * KW] - (floatK)(base));

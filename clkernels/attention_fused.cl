@@ -12,15 +12,9 @@
 // How: a work-group holds WG query rows of one (batch, head) `bh`, one row per work-item, its
 // query (times `scale`) and its output accumulator in registers. The keys go by in tiles of BK:
 // the group copies a tile of K and of V into local memory once, then every work-item computes
-// its BK scores and folds them into its row with the *online softmax* (Milakov & Gimelshein):
-//
-//     m' = max(m, max_j s_j)        the running maximum of the row's scores
-//     l' = l * e^(m - m') + sum_j e^(s_j - m')          the running sum of exponentials
-//     o' = o * e^(m - m') + sum_j e^(s_j - m') v_j      the running weighted sum of values
-//
-// and divides by l at the end. Rescaling by e^(m - m') whenever the maximum grows keeps every
-// exponent <= 0 (no overflow) and gives exactly softmax(s) V: a score matrix of L x S values
-// per head becomes three numbers and one vector per query. On a CPU device (PoCL) the work-items
+// its BK scores and folds them into its row with the *online softmax* (online_softmax.h: a
+// running maximum m, sum l and output o per row, rescaled by e^(m - m') whenever the maximum
+// grows to m') and divides by l at the end. On a CPU device (PoCL) the work-items
 // of a group are the SIMD lanes: every lane reads the same key from local memory (a broadcast),
 // and the loops over the head dim are unrolled (HD and HV are build options).
 //
@@ -69,7 +63,8 @@
 #define QV (HD / VW)   // vectors per query / key row
 #define OV (HV / VW)   // vectors per value / output row
 
-#include "attention_mask.h"   // MASK, MT and attention_masked()
+#include "attention_mask.h"   // MASK, MT, attention_masked(), CAUSAL and SAFE
+#include "online_softmax.h"   // SCORE_MAX, online_softmax_correction()
 
 #ifndef K_TRANSPOSED
 #define K_TRANSPOSED 0
@@ -83,12 +78,6 @@
 #define TILE_VECTORS (BK * (QV + OV))
 #define MERGE_VECTORS (KSPLIT > 1 ? KSPLIT * WG * OV : 0)
 #define LOCAL_VECTORS (TILE_VECTORS > MERGE_VECTORS ? TILE_VECTORS : MERGE_VECTORS)
-#ifndef CAUSAL
-#define CAUSAL 0
-#endif
-#ifndef SAFE
-#define SAFE 0
-#endif
 
 __kernel __attribute__((reqd_work_group_size(WG, KSPLIT, 1)))
 void attention_rows(__global const float *q, __global const int *q_base, const int q_row,
@@ -170,10 +159,10 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
                     sc = -INFINITY;
                 s[jj] = sc;
                 nan_score |= isnan(sc);
-                tile_max = sc > tile_max ? sc : tile_max;   // NaN never wins: it reaches o below
+                tile_max = SCORE_MAX(sc, tile_max);   // NaN never wins: it reaches o below
             }
             if (tile_max != -INFINITY) {   // else every key so far is masked: nothing to add
-                const float correction = exp(m - tile_max);   // e^-inf = 0 on the first tile
+                const float correction = online_softmax_correction(m, tile_max);   // 0 at first
                 l *= correction;
                 for (int d = 0; d < OV; ++d)
                     acc[d] *= correction;
@@ -207,7 +196,7 @@ void attention_rows(__global const float *q, __global const int *q_base, const i
     l = 0.0f;
     nan_score = false;
     for (int p = 0; p < KSPLIT; ++p) {
-        weight[p] = part_m[p][lid] == -INFINITY ? 0.0f : exp(part_m[p][lid] - top);
+        weight[p] = online_softmax_correction(part_m[p][lid], top);   // 0 where m_p = -inf
         l += part_l[p][lid] * weight[p];
         nan_score |= part_nan[p][lid];
     }

@@ -41,24 +41,24 @@ def emulated(params: dict) -> dict:
 # local memory NVIDIA's OpenCL gives a work-group, two buffers of each slab (gemm_mma.h), from
 # the big-problem set (8 warps, a 64 x 32 piece of C each: 16 mma per step of k, 64 floats of
 # accumulators per work-item) down to small ones for batch-1 layers. `kuiper tune` times them
-# all; tests/benchmarks/gemm_precision.py times 4096^3.
+# all; tests/benchmarks/gemm_precision.py times 4096^3. Both precisions take the same tiles of
+# C and warps; fp16 packs two values into each 32-bit word of local memory, so most of its
+# tiles walk twice the k of tf32's in the same space.
+MMA_TILES = [
+    # tile m, tile n, warps m, warps n, {precision: tile k}
+    (128, 128, 2, 4, {"tf32": 16, "fp16": 32}),
+    (128, 64, 2, 2, {"tf32": 16, "fp16": 32}),
+    (64, 128, 2, 2, {"tf32": 16, "fp16": 32}),
+    (64, 64, 2, 2, {"tf32": 32, "fp16": 64}),
+    (64, 64, 2, 2, {"tf32": 16, "fp16": 32}),
+    (32, 32, 1, 2, {"tf32": 32, "fp16": 32}),
+]
+
+# The sets of each precision, in MMA_TILES' order
 MMA_PARAMETER_SETS = {
-    "tf32": [
-        mma("tf32", 128, 128, 16, 2, 4),
-        mma("tf32", 128, 64, 16, 2, 2),
-        mma("tf32", 64, 128, 16, 2, 2),
-        mma("tf32", 64, 64, 32, 2, 2),
-        mma("tf32", 64, 64, 16, 2, 2),
-        mma("tf32", 32, 32, 32, 1, 2),
-    ],
-    "fp16": [
-        mma("fp16", 128, 128, 32, 2, 4),
-        mma("fp16", 128, 64, 32, 2, 2),
-        mma("fp16", 64, 128, 32, 2, 2),
-        mma("fp16", 64, 64, 64, 2, 2),
-        mma("fp16", 64, 64, 32, 2, 2),
-        mma("fp16", 32, 32, 32, 1, 2),
-    ],
+    precision: [mma(precision, tm, tn, tk[precision], warps_m, warps_n)
+                for tm, tn, warps_m, warps_n, tk in MMA_TILES]
+    for precision in ("tf32", "fp16")
 }
 
 # Tests: offer the emulated sets on every device, as if it had tensor cores (see the docstring)

@@ -42,3 +42,15 @@ def two_branch_model(export_model):
         expected = [t.numpy() for t in net.eval()(x, z)]
     path = export_model("two_branch", net, (x, z))
     return path, [x.numpy(), z.numpy()], expected
+
+
+@pytest.fixture
+def fresh_probe(monkeypatch, tmp_path):
+    """forget(probe): no answer of the probe module (tensor_cores, vector_width) in this
+    process, the environment or the cache folder (a fresh one, this test's tmp_path)."""
+    def forget(probe):
+        monkeypatch.setattr(probe, "_known", {})
+        monkeypatch.delenv(probe.ENV, raising=False)
+        monkeypatch.setenv("KUIPER_CACHE_DIR", str(tmp_path))
+
+    return forget

@@ -1,5 +1,6 @@
 """What the tensor-core tests share: the two roundings, one GEMM launch with any layout and
-half weights, its reference, and the error bounds each precision promises.
+half weights (`run`, which test_gemm_kernels.py runs every parameter set with too), its
+reference, and the error bounds each precision promises.
 
 The bounds (u = 2^-24, float32's unit roundoff; K the length of each dot product):
 

@@ -18,6 +18,8 @@ from kuiper.passes.epilogue import Epilogue
 from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_harness import activation_operator
+from tests.opencl.mma_harness import GemmLayer
+from tests.opencl.mma_harness import run as run_gemm  # C = A @ B on the device, and A, B, bias
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 
@@ -26,17 +28,6 @@ LAYOUTS = [("conv2d", False, False), ("conv_transpose2d", True, False), ("linear
 ALL_SETS = (gemm.GPU_PARAMETER_SETS + gemm.CPU_PARAMETER_SETS + gemm.GPU_GEMV_SETS
             + gemm.CPU_GEMV_SETS)
 SHAPES = [(1, 1, 1), (7, 63, 65), (65, 129, 7), (129, 7, 63), (63, 65, 300)]
-
-
-class GemmLayer:
-    """Just enough of an OpenCLLayer for weight_gemm_launch: a runtime and the program of one
-    kernel file."""
-
-    def __init__(self, runtime, stem: str):
-        self.runtime, self.stem = runtime, stem
-
-    def kernel(self, name, options=()):
-        return self.runtime.kernel(self.stem, name, options)
 
 
 @pytest.fixture(scope="module")
@@ -48,26 +39,6 @@ def runtime():
 
 def label(params: dict) -> str:
     return gemm.describe_params(params).replace(" ", "_")
-
-
-def run_gemm(runtime, stem, trans_a, trans_b, m, n, k, params, rng, groups=1, batch=1,
-             bias_mode=gemm.BIAS_NONE, epilogue=None, residual=None):
-    """C[z] = A[z % groups] @ B[z] on the device with `params`; returns (C, A, B, bias)."""
-    z = groups * batch
-    a = rng.standard_normal((groups, k, m) if trans_a else (groups, m, k)).astype(np.float32)
-    b = rng.standard_normal((z, n, k) if trans_b else (z, k, n)).astype(np.float32)
-    bias = rng.standard_normal(groups * m if bias_mode == gemm.BIAS_PER_ROW else n)
-    bias = bias.astype(np.float32)
-    da, db, dbias = (runtime.to_device(v) for v in (a, b, bias))
-    dc = runtime.empty((z, m, n))
-    dres = runtime.to_device(residual) if residual is not None else None
-    launch = gemm.weight_gemm_launch(
-        GemmLayer(runtime, stem), m, n, k, da.data, m * k, db.data, k * n, dc.data, m * n,
-        dbias.data if bias_mode else None, bias_mode, groups=groups, batch=batch,
-        params=params, epilogue=epilogue, residual=None if dres is None else dres.data)
-    runtime.cl.enqueue_nd_range_kernel(runtime.queue, launch.kernel, launch.global_size,
-                                       launch.local_size)
-    return dc.get(), a, b, bias
 
 
 def expected_gemm(a, b, bias, trans_a, trans_b, groups, bias_mode):

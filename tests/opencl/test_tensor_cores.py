@@ -17,33 +17,23 @@ from kuiper.layers.opencl_gemm.cost import ranked_gemm_params
 from kuiper.opencl.device import tensor_cores
 from tests.conftest import opencl_available
 from tests.opencl.described_devices import fake_h100, fake_two_core_cpu
+from tests.opencl.probe_fakes import GPU, FakeDevice, no_probe
 
 
-class FakeDevice:
-    """What tensor_cores reads of a pyopencl Device."""
-
-    def __init__(self, platform: str):
-        self.platform = type("Platform", (), {"name": platform})()
-        self.name, self.driver_version = "a GPU", "580.159.04"
+def gpu(platform: str) -> FakeDevice:
+    return FakeDevice(platform, GPU, "a GPU", "580.159.04")
 
 
 @pytest.fixture
-def fresh(monkeypatch, tmp_path):
-    """No answer in this process, the environment or the cache folder."""
-    monkeypatch.setattr(tensor_cores, "_known", {})
-    monkeypatch.delenv(tensor_cores.ENV, raising=False)
-    monkeypatch.setenv("KUIPER_CACHE_DIR", str(tmp_path))
-
-
-def no_probe(*_):
-    raise AssertionError("asked the device")
+def fresh(fresh_probe):
+    fresh_probe(tensor_cores)
 
 
 @pytest.mark.parametrize("platform", ["Portable Computing Language", "Oclgrind",
                                       "AMD Accelerated Parallel Processing", "Intel(R) OpenCL"])
 def test_devices_that_are_not_nvidia_answer_none_without_asking(fresh, monkeypatch, platform):
     monkeypatch.setattr(tensor_cores, "_probe", no_probe)
-    assert tensor_cores.tensor_cores(FakeDevice(platform)) == frozenset()
+    assert tensor_cores.tensor_cores(gpu(platform)) == frozenset()
 
 
 def test_an_nvidia_answer_is_asked_once_then_kept_in_the_cache_and_environment(fresh,
@@ -55,7 +45,7 @@ def test_an_nvidia_answer_is_asked_once_then_kept_in_the_cache_and_environment(f
         return frozenset({"tf32"})
 
     monkeypatch.setattr(tensor_cores, "_probe", probe)
-    device = FakeDevice("NVIDIA CUDA")
+    device = gpu("NVIDIA CUDA")
     assert tensor_cores.tensor_cores(device) == {"tf32"}
     assert tensor_cores.tensor_cores(device) == {"tf32"}
     assert len(asked) == 1
@@ -72,13 +62,13 @@ def test_an_nvidia_answer_is_asked_once_then_kept_in_the_cache_and_environment(f
 def test_the_environment_variable_answers_without_asking(fresh, monkeypatch, value, expected):
     monkeypatch.setattr(tensor_cores, "_probe", no_probe)
     monkeypatch.setenv(tensor_cores.ENV, value)
-    assert tensor_cores.tensor_cores(FakeDevice("NVIDIA CUDA")) == expected
+    assert tensor_cores.tensor_cores(gpu("NVIDIA CUDA")) == expected
 
 
 def test_a_cache_file_that_is_not_json_is_ignored(fresh, monkeypatch, tmp_path):
     (tmp_path / tensor_cores.FILE_NAME).write_text("{not json")
     monkeypatch.setattr(tensor_cores, "_probe", lambda device, key: frozenset())
-    assert tensor_cores.tensor_cores(FakeDevice("NVIDIA CUDA")) == frozenset()
+    assert tensor_cores.tensor_cores(gpu("NVIDIA CUDA")) == frozenset()
 
 
 @pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")

@@ -24,34 +24,20 @@ from kuiper.opencl.device.runtime import OpenCLRuntime
 from kuiper.opencl.device.tuning_cache import device_key
 from tests.conftest import opencl_available
 from tests.opencl.conv_harness import make_problem, wide
+from tests.opencl.probe_fakes import GPU, FakeDevice, no_probe
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 
 
-class FakeDevice:
-    """What wide_vectors reads of a pyopencl Device."""
-
-    def __init__(self, platform: str, kind: int = 2):   # 2: CL_DEVICE_TYPE_CPU
-        self.platform = type("Platform", (), {"name": platform})()
-        self.name, self.driver_version, self.type = "a CPU", "1.0", kind
-
-
 @pytest.fixture
-def fresh(monkeypatch, tmp_path):
-    """No answer in this process, the environment or the cache folder."""
-    monkeypatch.setattr(vector_width, "_known", {})
-    monkeypatch.delenv(vector_width.ENV, raising=False)
-    monkeypatch.setenv("KUIPER_CACHE_DIR", str(tmp_path))
-
-
-def no_probe(*_):
-    raise AssertionError("asked the device again")
+def fresh(fresh_probe):
+    fresh_probe(vector_width)
 
 
 def test_only_pocl_cpu_devices_are_asked(fresh, monkeypatch):
     monkeypatch.setattr(vector_width, "_probe", no_probe)
     assert vector_width.wide_vectors(FakeDevice("Oclgrind"))
-    assert vector_width.wide_vectors(FakeDevice("Portable Computing Language", kind=4))  # GPU
+    assert vector_width.wide_vectors(FakeDevice("Portable Computing Language", GPU))
 
 
 @pytest.mark.parametrize("value,expected", [("8", False), ("16", True)])

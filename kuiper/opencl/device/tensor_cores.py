@@ -12,23 +12,21 @@ rounding all fail that comparison.
 
 Only NVIDIA devices are asked: every other device (PoCL, Oclgrind, AMD, Intel...) answers "none"
 at once, without a child process. The answer is kept three ways, as the vector-width probe's
-(vector_width.py): in this process, in Kuiper's cache folder (keyed by device, driver and the
-kernel's source: an edited gemm_mma.h is probed again), and
-in the environment variable KUIPER_TENSOR_CORES ("tf32,fp16", "tf32", "none"), which child
-processes inherit. Setting that variable yourself skips the question ("none" turns the tensor
-cores off).
+(vector_width.py): in this process, in Kuiper's cache folder (probe_cache.py; keyed by device,
+driver and the kernel's source: an edited gemm_mma.h is probed again), and in the environment
+variable KUIPER_TENSOR_CORES ("tf32,fp16", "tf32", "none"), which child processes inherit.
+Setting that variable yourself skips the question ("none" turns the tensor cores off).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
 import sys
 from typing import Any
 
-from kuiper.core.cache import cache_dir, read_cache_file
+from kuiper.opencl.device import probe_cache
 
 logger = logging.getLogger(__name__)
 
@@ -156,24 +154,9 @@ def _probe(device: Any, key: str, emulated: bool = False) -> frozenset[str]:
     return found
 
 
-def _path():
-    return cache_dir() / FILE_NAME
-
-
 def _load() -> dict:
-    try:  # a cache file Kuiper did not write (a FIFO, /dev/zero, nonsense) is ignored
-        data = json.loads(read_cache_file(_path()))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return probe_cache.load(FILE_NAME)[0]   # a file that cannot be used: no answers
 
 
 def _save(key: str, precisions: frozenset[str]) -> None:
-    data = _load()
-    data[key] = sorted(precisions)
-    try:
-        path = _path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=1, sort_keys=True))
-    except OSError:   # a read-only cache folder: asked again next time, nothing worse
-        pass
+    probe_cache.save(FILE_NAME, {**_load(), key: sorted(precisions)})

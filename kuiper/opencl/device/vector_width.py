@@ -11,14 +11,14 @@ check its result. Where that fails, the selector and the parameter sets use 8-wi
 (`wide_vectors(device)` is False), which every x86-64 PoCL builds.
 
 The answer is kept three ways, so that it is asked once per machine: in this process, in
-Kuiper's cache folder (keyed by device and driver), and in the environment variable
-KUIPER_POCL_VECTOR_WIDTH, which child processes inherit. Setting that variable yourself (16 or
-8) skips the question. Only PoCL's CPU devices are asked: GPUs and Oclgrind build float16.
+Kuiper's cache folder (probe_cache.py; keyed by device and driver), and in the environment
+variable KUIPER_POCL_VECTOR_WIDTH, which child processes inherit. Setting that variable
+yourself (16 or 8) skips the question. Only PoCL's CPU devices are asked: GPUs and Oclgrind
+build float16.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -26,8 +26,8 @@ import sys
 import threading
 from typing import Any
 
-from kuiper.core.cache import cache_dir, read_cache_file
 from kuiper.core.log import warn
+from kuiper.opencl.device import probe_cache
 
 logger = logging.getLogger(__name__)
 
@@ -140,41 +140,19 @@ def _probe(device: Any, key: str) -> bool:
     return ok
 
 
-def _path():
-    return cache_dir() / FILE_NAME
-
-
 def _load(warn_if_broken: bool = False) -> dict:
-    """The stored answers {device key: bool}. A cache file Kuiper did not write (a FIFO,
-    /dev/zero, a huge or deeply nested file, a 5,000-digit number, answers that are not
-    True or False) is ignored, with a warning when `warn_if_broken`: the question is asked
-    again, and the answer written over it."""
-    path = _path()
-    try:
-        data = json.loads(read_cache_file(path))
-        why = None if isinstance(data, dict) else "not a JSON object"
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError, RecursionError) as e:
-        data, why = {}, str(e)[:200]
-    if why is None:
-        odd = [k for k, v in data.items() if not isinstance(v, bool)]
-        why = f"{len(odd)} answer(s) neither true nor false" if odd else None
-    if why is not None:
-        if warn_if_broken:
-            warn(f"the vector-width cache {path} cannot be used ({why}): it is ignored, "
-                 "the device is asked again")
-        return {k: v for k, v in data.items() if isinstance(v, bool)} if \
-            isinstance(data, dict) else {}
-    return data
+    """The stored answers {device key: bool}. A cache file that cannot be used
+    (probe_cache.load), or answers that are not True or False, are ignored, with a warning
+    when `warn_if_broken`: the question is asked again, and the answer written over them."""
+    data, why = probe_cache.load(FILE_NAME)
+    answers = {k: v for k, v in data.items() if isinstance(v, bool)}
+    if why is None and len(answers) < len(data):
+        why = f"{len(data) - len(answers)} answer(s) neither true nor false"
+    if why is not None and warn_if_broken:
+        warn(f"the vector-width cache {probe_cache.path(FILE_NAME)} cannot be used ({why}): "
+             "it is ignored, the device is asked again")
+    return answers
 
 
 def _save(key: str, ok: bool) -> None:
-    data = _load()
-    data[key] = ok
-    try:
-        path = _path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=1, sort_keys=True))
-    except OSError:   # a read-only cache folder: asked again next time, nothing worse
-        pass
+    probe_cache.save(FILE_NAME, {**_load(), key: ok})
