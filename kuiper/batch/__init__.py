@@ -14,6 +14,8 @@ cores of one machine or the machines of a cluster, and Kuiper plugs into it.
 - `ray_job.py`: the same job on Ray, `ray.data.from_items(files).map_batches(Predictor, ...)`,
   on a local Ray (`ray.init()`) or a cluster (`ray.init(address="auto")`, or RAY_ADDRESS):
   `kuiper batch MODEL FOLDER --ray`.
+- `pipeline.py`: `run_on_device`, models in a row on one OpenCL device, each intermediate
+  result left on the device (`device_outputs=True`) for the next model to read.
 
 One Predictor class does the reading and the running in both, so the results are the same
 arrays: each input runs through the model alone (at the model's own batch size) unless
