@@ -351,6 +351,14 @@ def attention_tiling() -> str:
     return draw()
 
 
+def precision_error() -> str:
+    """Lesson 17's precisions: kuiper/course/precision_figure.py measures how far emulated tf32
+    and fp16 GEMMs land from float32 as K grows, under the bounds of kuiper/core/precision.py."""
+    from kuiper.course.precision_figure import precision_error as draw
+
+    return draw()
+
+
 FIGURES: dict[str, Callable[[], str]] = {
     "demo_graph.svg": demo_graph,
     "im2col.svg": im2col_figure,
@@ -359,6 +367,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "roofline.svg": roofline,
     "memory_plan.svg": memory_plan_figure,
     "attention_tiling.svg": attention_tiling,
+    "precision_error.svg": precision_error,
 }
 
 

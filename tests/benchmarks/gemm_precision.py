@@ -25,11 +25,12 @@ import sys
 
 import numpy as np
 
+from kuiper.core.precision import ROUND, U32, U_INPUT
 from kuiper.layers.opencl_gemm import launch as gemm
 from kuiper.layers.opencl_gemm import mma_sets
 from kuiper.opencl.device.runtime import OpenCLRuntime
 from kuiper.opencl.device.tensor_cores import tensor_cores
-from tests.opencl.mma_harness import ROUND, U32, U_INPUT, GemmLayer
+from tests.opencl.mma_harness import GemmLayer
 
 PEAK_TFLOPS = {"fp32": 67.0, "tf32": 495.0, "fp16": 989.0}   # H100 SXM / H200, dense
 LAYOUTS = {"conv2d": (False, False), "conv_transpose2d": (True, False), "linear": (False, True)}

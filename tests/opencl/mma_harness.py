@@ -2,6 +2,9 @@
 half weights (`run`, which test_gemm_kernels.py runs every parameter set with too), its
 reference, and the error bounds each precision promises.
 
+The roundings and the bound against float32 inputs are the engine's (kuiper/core/precision.py:
+round_tf32, round_half, gemm_error_bound, which lesson 17 of the course teaches).
+
 The bounds (u = 2^-24, float32's unit roundoff; K the length of each dot product):
 
 - against the product of the *rounded* inputs (TF32 / half, as the kernel rounds them), only
@@ -10,7 +13,8 @@ The bounds (u = 2^-24, float32's unit roundoff; K the length of each dot product
   their alignment of the addends, which truncates), so the same assertion runs on the GPU;
 - against the float32 inputs, each product also carries the two roundings of its inputs,
   2^-11 each (TF32 rounds to nearest, ties away; half to nearest even; 10 bits of mantissa
-  both): |C - A @ B| <= (2 * 2^-11 + 4 K u) (|A| @ |B|).
+  both): |C - A @ B| <= (2 * 2^-11 + 4 K u) (|A| @ |B|), plus an absolute term for values
+  below half's normal range (gemm_error_bound).
 """
 
 from __future__ import annotations
@@ -20,28 +24,10 @@ import contextlib
 import numpy as np
 import pytest
 
+from kuiper.core.precision import ROUND, U32, gemm_error_bound, round_half
 from kuiper.layers.opencl_gemm import launch as gemm
 from kuiper.layers.opencl_gemm import mma_sets
 from kuiper.opencl.device.tensor_cores import tensor_cores
-
-U32 = 2.0 ** -24          # float32's unit roundoff
-U_INPUT = 2.0 ** -11      # TF32's and half's: 10 bits of mantissa, rounded to nearest
-
-
-def round_tf32(x: np.ndarray) -> np.ndarray:
-    """x rounded to TF32 as cvt.rna.tf32.f32 does: to nearest, ties away from zero."""
-    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
-    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
-    rounded = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
-    return np.where(special, bits, rounded).view(np.float32)
-
-
-def round_half(x: np.ndarray) -> np.ndarray:
-    """x converted to IEEE half (to nearest even, as vstore_half) and back."""
-    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
-
-
-ROUND = {"tf32": round_tf32, "fp16": round_half, "fp32": lambda x: np.asarray(x, np.float32)}
 
 
 class GemmLayer:
@@ -125,12 +111,12 @@ def check_precision_bounds(c, a, b, trans_a: bool, trans_b: bool, groups: int, p
         f"{what}: against the product of the {precision}-rounded inputs, "
         f"{np.abs(c - rounded).max():.3g} at {np.unravel_index(worst.argmax(), c.shape)}, "
         f"over 4 K u |A||B| (the float32 sums' bound)")
-    input_bound = (0.0 if precision == "fp32" else 2 * U_INPUT) + sums
-    worst = np.abs(c - exact) - (input_bound * scale + tiny)
+    bound = np.stack([gemm_error_bound(x, y, precision) for x, y in zip(a_list, b_list)])
+    worst = np.abs(c - exact) - (bound + tiny)
     assert worst.max() <= 0, (
         f"{what}: against the float32 product, {np.abs(c - exact).max():.3g} at "
         f"{np.unravel_index(worst.argmax(), c.shape)}, over the {precision} bound "
-        f"{input_bound:.3g} |A||B|")
+        f"(gemm_error_bound, about {(bound / np.maximum(scale, 1e-30)).max():.3g} |A||B|)")
 
 
 def awkward_shapes(params: dict) -> list[tuple[int, int, int]]:

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 import kuiper
 from kuiper.core.errors import KuiperError
+from kuiper.core.precision import U32, U_INPUT, round_half
 from kuiper.layers.opencl_conv import algorithms
 from kuiper.layers.opencl_conv.algorithms import ConvProblem
 from kuiper.layers.opencl_gemm import mma_sets
@@ -30,7 +31,7 @@ from kuiper.opencl.device import tuning_cache
 from kuiper.opencl.device.tensor_cores import tensor_cores
 from kuiper.testing import assert_close, write_operator_model
 from tests.conftest import opencl_available
-from tests.opencl.mma_harness import U32, U_INPUT, round_half, tensor_cores_preferred
+from tests.opencl.mma_harness import tensor_cores_preferred
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 
