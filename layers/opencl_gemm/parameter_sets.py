@@ -220,10 +220,13 @@ def fits(params: dict, device) -> bool:
         return False
     if params["kernel"] == "gemm_blocked" and params["BLOCK_N"] > 8 and not wide_vectors(device):
         return False   # float16 rows: this device's compiler cannot build them (vector_width.py)
-    if params["kernel"] == "gemm_blocked" and params.get("MR", 8) != 8 and not is_cpu(device):
-        # 6- and 4-row blocks fit a CPU's 16 SIMD registers. On NVIDIA's OpenCL (driver
-        # 580.159.04, an H200) the K-blocked 6x16 set gave wrong sums on a transposed A, where
-        # PoCL and Oclgrind agree with PyTorch (2026-11-28, not understood): CPU devices only.
+    if params["kernel"] == "gemm_blocked" and not is_cpu(device) and (
+            params.get("BLOCK_K", 0) > 0 or params.get("MR", 8) != 8):
+        # Both are CPU techniques: K blocking walks K in step across the group so that PoCL
+        # reads A and B from the cache (gemm_blocked.h, 2.), and 6- and 4-row blocks fit a
+        # CPU's 16 SIMD registers. On NVIDIA's OpenCL (driver 580.159.04, an H200) the
+        # K-blocked 6x16 and 8x16 sets gave wrong sums on a transposed A, where PoCL and
+        # Oclgrind agree with PyTorch (2026-11-28, not understood): CPU devices only.
         return False
     if params["kernel"] == "gemm_tiled":  # two buffers of each slab, one spare column per row
         words = 2 * params["TILE_K"] * (params["TILE_M"] + params["TILE_N"] + 8)
@@ -238,8 +241,11 @@ def why_it_cannot_run(params: dict, device) -> str:
     """Why `fits` said no, for an error message."""
     if params["kernel"] == "gemm_mma" and mma_sets.why_not(params, device):
         return mma_sets.why_not(params, device)
-    if params["kernel"] == "gemm_blocked" and params.get("MR", 8) != 8 and not is_cpu(device):
-        return f"{params['MR']}-row blocks run on CPU devices only (`fits` says why)"
+    if params["kernel"] == "gemm_blocked" and not is_cpu(device):
+        if params.get("BLOCK_K", 0) > 0:
+            return "K-blocked sets run on CPU devices only (`fits` says why)"
+        if params.get("MR", 8) != 8:
+            return f"{params['MR']}-row blocks run on CPU devices only (`fits` says why)"
     return "work-group size, local memory, or 16-wide vectors its compiler cannot build"
 
 

@@ -85,9 +85,9 @@ def torch_conv(case: ConvCase, x, w, b) -> np.ndarray:
 def run_forced(case: ConvCase, x, w, b, algorithm: str, params: dict | None = None):
     """(output, the conv layer) with `algorithm` forced (params None) or pinned to `params`;
     skipped where the device's compiler cannot build the kernel's 16-wide vectors."""
-    from tests.opencl.conv_harness import skip_where_too_wide
+    from tests.opencl.conv_harness import skip_where_it_cannot_run
 
-    skip_where_too_wide(algorithm, params)
+    skip_where_it_cannot_run(algorithm, params)
     weights = {"weight": w} if b is None else {"weight": w, "bias": b}
     choice = (conv_algorithms.forced(algorithm) if params is None
               else conv_select.pinned(algorithm, params))

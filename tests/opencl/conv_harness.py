@@ -32,15 +32,24 @@ def wide(algorithm: str, params: dict | None) -> bool:
     return max(params.get("bm", 0), params.get("vec_n", 0), params.get("BLOCK_N", 0)) > 8
 
 
-def skip_where_too_wide(algorithm: str, params: dict | None) -> None:
-    """Skip, saying why, a 16-wide kernel on a device whose compiler cannot build one (PoCL
-    3.0 on AMD Zen 4: kuiper/opencl/device/vector_width.py); the 8-wide sets still run there."""
+def skip_where_it_cannot_run(algorithm: str, params: dict | None) -> None:
+    """Skip, saying why, what the selector never gives this device: a 16-wide kernel where its
+    compiler cannot build one (PoCL 3.0 on AMD Zen 4: kuiper/opencl/device/vector_width.py;
+    the 8-wide sets still run there), or a GEMM parameter set `fits` refuses it."""
     import pytest
 
     device = OpenCLRuntime.shared().device
     if wide(algorithm, params) and not wide_vectors(device):
         pytest.skip(f"{algorithm} {params or ''}: 16-wide vectors, which "
                     f"{device.name.strip()}'s compiler cannot build")
+    # a GEMM parameter set the selector would never give this device (parameter_sets.fits:
+    # K-blocked and 6-row gemm_blocked sets on CPU devices only)
+    from kuiper.layers.opencl_gemm import parameter_sets as gemm
+
+    gemm_set = (params or {}).get("gemm", params)
+    if isinstance(gemm_set, dict) and "kernel" in gemm_set and not gemm.fits(gemm_set, device):
+        pytest.skip(f"{algorithm} {gemm.describe_params(gemm_set)} does not fit "
+                    f"{device.name.strip()}: {gemm.why_it_cannot_run(gemm_set, device)}")
 
 
 class BareLayer(OpenCLLayer):
@@ -88,7 +97,7 @@ def run_algorithm(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray | None 
                   residual: np.ndarray | None = None, weight_on_host: bool = True,
                   **geometry) -> np.ndarray:
     runtime = OpenCLRuntime.shared()
-    skip_where_too_wide(name, params)
+    skip_where_it_cannot_run(name, params)
     layer = BareLayer(runtime)
     problem = make_problem(x.shape, w.shape, **geometry)
     algorithm = ALGORITHMS[name]

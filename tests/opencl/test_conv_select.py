@@ -21,7 +21,7 @@ from kuiper.opencl.device import tuning_cache as tuning
 from kuiper.passes.epilogue import Epilogue
 from kuiper.testing import assert_close, write_operator_model
 from tests.conftest import opencl_available
-from tests.opencl.conv_harness import activation_operator, skip_where_too_wide
+from tests.opencl.conv_harness import activation_operator, skip_where_it_cannot_run
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 
@@ -112,7 +112,7 @@ def test_im2col_gemm_with_each_blocked_set(tmp_path, rng, case, params):
     """im2col_gemm with each gemm_blocked set, on any device: the column matrix is packed in
     strips of the set's BLOCK_N (8, 16 or 32: im2col_packed and PACKED_B), so each strip width
     and its zero-filled tail is checked on its own."""
-    skip_where_too_wide("im2col_gemm", params)
+    skip_where_it_cannot_run("im2col_gemm", params)
     path, x, w, b = conv_model(tmp_path, case, rng)
     with conv_select.pinned("im2col_gemm", params):
         graph = kuiper.load(path, backend="opencl")

@@ -63,16 +63,22 @@ def fits_here(runtime, params):
                     f"{gemm.why_it_cannot_run(params, runtime.device)}")
 
 
-def test_blocks_of_other_than_8_rows_run_on_cpu_devices_only():
-    """The 6- and 4-row gemm_blocked sets are for a CPU's SIMD registers; a GPU is refused them
-    (parameter_sets.fits says what NVIDIA's compiler did with them), with the reason."""
+def test_k_blocked_sets_and_blocks_of_other_than_8_rows_run_on_cpu_devices_only():
+    """K blocking and the 6- and 4-row gemm_blocked sets are CPU techniques; a GPU is refused
+    them (parameter_sets.fits says what NVIDIA's compiler did with the K-blocked 6x16 and 8x16
+    sets on a transposed A), with the reason; the other gemm_blocked sets still fit it."""
     from tests.opencl.described_devices import fake_h100
 
     h100 = fake_h100()
-    for params in gemm.CPU_PARAMETER_SETS:
-        if params["kernel"] == "gemm_blocked" and params.get("MR", 8) != 8:
+    blocked = [p for p in gemm.CPU_PARAMETER_SETS if p["kernel"] == "gemm_blocked"]
+    refused = [p for p in blocked if p.get("BLOCK_K", 0) > 0 or p.get("MR", 8) != 8]
+    assert refused and len(refused) < len(blocked)
+    for params in blocked:
+        if params in refused:
             assert not gemm.fits(params, h100)
             assert "CPU devices only" in gemm.why_it_cannot_run(params, h100)
+        elif params["BLOCK_N"] <= 8:
+            assert gemm.fits(params, h100), gemm.describe_params(params)
 
 
 def sets_on_layouts():
