@@ -62,6 +62,24 @@ def test_round_trip_and_keys(cache_dir):
     assert list(data["devices"]) == ["Some Platform / GPU 9000 | 1.0"]
 
 
+def test_a_gpu_winograd_winner_with_its_gemm_set_survives_the_cache(cache_dir):
+    """On a GPU, Winograd's and implicit GEMM's candidates carry their GEMM's parameter set
+    under "gemm"; the cache refused such an entry as malformed, so a tuned winner of that kind
+    was measured, written and then ignored (found on an H200). One level of nesting is a
+    parameter set; a deeper one is still refused."""
+    from kuiper.layers.opencl_gemm.parameter_sets import GPU_PARAMETER_SETS
+
+    device = fake_device()
+    winners = {f"conv:{i}": {"algorithm": "winograd_f4x4", "params": {"gemm": p},
+                             "seconds": 1e-4} for i, p in enumerate(GPU_PARAMETER_SETS)}
+    tuning.store(device, winners)
+    assert all(tuning.lookup(device, key) == entry for key, entry in winners.items())
+    deeper = {"algorithm": "w", "params": {"gemm": {"inner": {"TILE_M": 64}}}, "seconds": 1.0}
+    assert not tuning.well_formed(deeper)
+    assert not tuning.well_formed({"algorithm": "w", "params": {"gemm": {str(i): i for i in
+                                                                          range(100)}}})
+
+
 def test_keys_of_problems():
     assert tuning.gemm_key(5, 33, 70, trans_b=True) == "gemm:m5n33k70z1_tb"
     assert tuning.gemm_key(5, 33, 70) == "gemm:m5n33k70z1"

@@ -122,18 +122,22 @@ MAX_PARAM_INT = 1 << 31  # a tile size, a vector width: anything larger is not a
 def well_formed(entry: Any) -> bool:
     """Whether `entry` is what `store` writes: {"algorithm": name, "params": {name: value},
     "seconds": number}, with each value None, a short string, a bool, a number (an int of a
-    sane size), or a short list of such values. A hand-edited or hostile file could put
-    anything there, and the selector compares it with its own parameter sets."""
+    sane size), a short list of such values, or one level of {name: such value} (a GPU's
+    Winograd or implicit GEMM keeps its GEMM's set under "gemm"). A hand-edited or hostile file
+    could put anything there, and the selector compares it with its own parameter sets."""
     if not isinstance(entry, dict) or not isinstance(entry.get("algorithm"), str):
         return False
     params, seconds = entry.get("params", {}), entry.get("seconds", 0.0)
     if not isinstance(params, dict) or isinstance(seconds, bool) or \
             not isinstance(seconds, (int, float)):
         return False
-    return all(isinstance(k, str) and _parameter(v) for k, v in params.items())
+    return all(isinstance(k, str) and _parameter(v, nested=True) for k, v in params.items())
 
 
-def _parameter(value: Any) -> bool:
+def _parameter(value: Any, nested: bool = False) -> bool:
+    if isinstance(value, dict):  # one level only, of a size a parameter set has
+        return nested and len(value) <= 32 and all(
+            isinstance(k, str) and len(k) <= 64 and _parameter(v) for k, v in value.items())
     if isinstance(value, list):
         return len(value) <= 16 and all(not isinstance(v, (list, dict)) and _parameter(v)
                                         for v in value)
