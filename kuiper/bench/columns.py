@@ -250,8 +250,13 @@ def silenced():
 
 
 def first_line(error: Exception, limit: int = 200) -> str:
-    """`Type: the first line of the message`, at most `limit` characters."""
-    text = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error) else ''}"
+    """`Type: the first line of the message`, at most `limit` characters. A first line that
+    only announces the cause ("backend='inductor' raised:", torch.compile's wrapper) is
+    followed by the next one, the cause itself."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    message = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else \
+        (lines[0] if lines else "")
+    text = f"{type(error).__name__}: {message}"
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -420,3 +420,20 @@ def test_subprocess_usage_error(model):
 def test_subprocess_huge_shape(model):
     assert_error(run_subprocess("bench", str(model), "--input-shape", "1x3x100000x100000",
                                 *FAST_BENCH), 1, "bytes")
+
+
+def test_a_reference_that_fails_is_named_by_its_cause_not_its_wrapper():
+    """torch.compile wraps the compiler's error as "BackendCompilerFailed: backend='inductor'
+    raised:" and the cause on the next line; `kuiper bench` printed only the wrapper line."""
+    from kuiper.bench.columns import first_line, why
+
+    class BackendCompilerFailed(Exception):
+        pass
+
+    wrapped = BackendCompilerFailed("backend='inductor' raised:\nRuntimeError: no kernel for "
+                                    "tf32\n\nSet TORCHDYNAMO_VERBOSE=1 for more")
+    assert why(wrapped) == ("it failed: BackendCompilerFailed: backend='inductor' raised: "
+                            "RuntimeError: no kernel for tf32")
+    assert first_line(ValueError("one line\nsecond")) == "ValueError: one line"
+    assert first_line(ValueError("")) == "ValueError: "
+    assert len(first_line(ValueError("x" * 500))) == 200
