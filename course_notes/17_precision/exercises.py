@@ -49,13 +49,16 @@ def gemm_error_bound(a: np.ndarray, b: np.ndarray, precision: str) -> np.ndarray
 
     The contract (kuiper/DESIGN.md, "Precision and its accuracy contract"): each input is
     rounded (|x - r(x)| <= u |x| + eta), the products of rounded inputs are exact, and their
-    sum in float32 is within 4 K u32 of the sum of their magnitudes. So, in float64:
+    sum in float32 is off by at most 4 K u32 times the sum of their magnitudes. So, in float64
+    (u32 = U32, and K = a.shape[1], the length of each sum):
 
         bound = (2 u + 4 K u32) (|A| @ |B|)
                 + 2 eta (sum over k of |A[i, k]|  +  sum over k of |B[k, j]|)
                 + K (2 eta^2 + 2^-149)
 
-    with u = U_INPUT for "tf32" and "fp16", 0 for "fp32"; eta = ETA[precision]; u32 = U32.
+    with u = U_INPUT for "tf32" and "fp16", 0 for "fp32"; eta = ETA[precision]. The first line
+    is a matrix product of the absolute values; the second adds row i's sum of |A| and column
+    j's sum of |B| to element (i, j).
     Then the cases where nothing can be promised: if a value of row i of A rounds to inf or
     NaN in that precision (half overflows above 65504; an input may also be inf or NaN), the
     whole row i of the bound is inf; the same for column j of B. (Take |A| and |B| with

@@ -61,6 +61,14 @@ def test_tf32_keeps_inf_and_nan_and_overflows_at_the_top():
     same_bits(ex.round_tf32(x), want, x, "round_tf32 of inf, NaN and the largest floats")
 
 
+def test_tf32_leaves_every_nan_alone():
+    """np.nan's bits (0x7FC00000) survive the add-and-mask by luck; NaNs with low payload bits
+    do not: 0x7F800001 would become inf, 0x7FFFFFFF -0.0 and 0xFFFFFFFF (wrapping) 0.0."""
+    x = np.array([0x7F800001, 0x7FFFFFFF, 0xFFFFFFFF, 0xFFC00FFF], np.uint32).view(np.float32)
+    same_bits(ex.round_tf32(x), x.copy(), x, "round_tf32 of NaNs with payload bits (exponent "
+              "bits all ones: leave them as they are)")
+
+
 def test_tf32_matches_rounding_in_float64_over_all_magnitudes():
     x = wide_floats(17)
     x = x[np.isfinite(x)]

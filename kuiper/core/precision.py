@@ -86,9 +86,9 @@ def gemm_error_bound(a: np.ndarray, b: np.ndarray, precision: str) -> np.ndarray
 
     The tensor cores' contract (kuiper/DESIGN.md, "Precision and its accuracy contract"): each
     input is rounded (|x - r(x)| <= u |x| + eta), the products of rounded inputs are exact, and
-    they are summed in float32 (within 4 K u32 of the sum of their magnitudes; 4 leaves room for
-    the tensor cores' own order of additions). To first order, and with the second order terms
-    folded in where the constants leave room:
+    they are summed in float32 (off by at most 4 K u32 times the sum of their magnitudes; the 4
+    leaves room for the tensor cores' own order of additions). To first order, and with the
+    second order terms folded in where the constants leave room:
 
         bound = (2 u + 4 K u32) (|A| @ |B|)                  the two roundings, the sums
                 + 2 eta (sum_k |A[i, k]| + sum_k |B[k, j]|)  values too small for the format
