@@ -16,7 +16,7 @@
 //
 //    is executed by the whole warp at once and computes ONE small matrix product,
 //    D (16 x 8) = A (16 x K) @ B (K x 8) + C, K = 8 (TF32) or 16 (FP16), on the tensor cores:
-//    2048 (4096) multiply-adds for one instruction, where an FMA unit does one. No work-item
+//    1024 (2048) multiply-adds for one instruction, where an FMA unit does one. No work-item
 //    holds a whole matrix: each holds a *fragment*, a few registers, and the 32 fragments
 //    together are the matrix. The inputs are rounded to TF32 (10 bits of mantissa, the range of
 //    float) or converted to half (10 bits, range 6e-5 .. 65504); the products are exact and are
@@ -64,7 +64,7 @@
 //    only under -DGEMM_MMA=1; the probe (tensor_cores.py) builds and runs this kernel in a child
 //    process once per device and driver, and checks its result exactly (small integers: exact in
 //    tf32 and half); only where it passed do the parameter sets reach the selector, the cost model
-//    and `kuiper tune` (layers/opencl_gemm/parameter_sets.py). Everywhere else nothing changes.
+//    and `kuiper tune` (layers/opencl_gemm/mma_sets.py). Everywhere else nothing changes.
 //
 // 5. The emulation (-DMMA_EMULATED=1), for testing this kernel where there are no tensor cores.
 //    Each mma is replaced by a function that does what the warp does: every lane writes its
