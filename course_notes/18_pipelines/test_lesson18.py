@@ -52,7 +52,7 @@ def models(tmp_path_factory):
     the PyTorch modules they came from."""
     require_opencl()
     import kuiper
-    from tests.models.export import export_with_pnnx
+    from kuiper.io.export import export   # the engine's (a course clone has no tests/)
 
     torch.manual_seed(18)
     folder = tmp_path_factory.mktemp("lesson18")
@@ -62,7 +62,7 @@ def models(tmp_path_factory):
     graphs = {}
     with quiet_output():
         for name, (module, example) in modules.items():
-            param = export_with_pnnx(folder / name, module.eval(), example)
+            param = export(module.eval(), example, folder / name / "model")
             graphs[name] = kuiper.load(param, backend="opencl")
     yield graphs, {name: module for name, (module, _) in modules.items()}
     for graph in graphs.values():
