@@ -328,7 +328,9 @@ class Detect(nn.Module):
             x = self.m[i](x)
             bs, _, ny, nx = x.shape
             x = x.view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
-            yv, xv = torch.meshgrid(torch.arange(ny), torch.arange(nx), indexing="ij")
+            # on x's device: the accuracy contract runs this module on a GPU too
+            yv, xv = torch.meshgrid(torch.arange(ny, device=x.device),
+                                    torch.arange(nx, device=x.device), indexing="ij")
             grid = torch.stack((xv, yv), 2).view(1, 1, ny, nx, 2).float()
             y = x.sigmoid()
             xy = (y[..., 0:2] * 2 - 0.5 + grid) * self.STRIDES[i]

@@ -100,7 +100,8 @@ def test_the_first_inference_is_not_the_one_that_compiles(tmp_path):
     path = affine_hardswish_model(tmp_path)
     kcache = tmp_path / "kcache"
     env = dict(os.environ, POCL_CACHE_DIR=str(kcache), KUIPER_CACHE_DIR=str(tmp_path / "k"),
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=os.pathsep.join(
+                   p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     def first_run():
         result = subprocess.run([sys.executable, "-c", FIRST_RUN, path, str(kcache)],
                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
@@ -180,7 +181,8 @@ def test_programs_come_from_the_binary_cache_in_a_new_process(tmp_path, monkeypa
     kernel.write_text('#include "factor.h"\n__kernel void twice(__global float *x) '
                       "{ x[get_global_id(0)] *= FACTOR; }\n")
     env = dict(os.environ, KUIPER_CACHE_DIR=str(tmp_path / "cache"), KUIPER_KERNEL_CACHE="1",
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=os.pathsep.join(
+                   p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     assert cached_build(kernel, env) == ["0", "[0.0, 2.0, 4.0, 6.0]\n"]   # built, stored
     assert cached_build(kernel, env) == ["1", "[0.0, 2.0, 4.0, 6.0]\n"]   # from the cache
     assert len(list((tmp_path / "cache" / "kernels").glob("*.bin"))) == 1

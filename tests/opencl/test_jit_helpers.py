@@ -69,7 +69,8 @@ SCRIPT = textwrap.dedent('''
 def test_helpers_compile_into_pocls_cache_and_survive_a_crash(tmp_path):
     kcache = tmp_path / "kcache"
     env = dict(os.environ, POCL_CACHE_DIR=str(kcache), KUIPER_JIT_HELPERS="1",
-               KUIPER_CACHE_DIR=str(tmp_path / "kuiper"), PYTHONPATH=str(ROOT))
+               KUIPER_CACHE_DIR=str(tmp_path / "kuiper"), PYTHONPATH=os.pathsep.join(
+                   p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(kcache)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr
