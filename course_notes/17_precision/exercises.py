@@ -38,7 +38,7 @@ def round_half(x: np.ndarray) -> np.ndarray:
     |x| = m 2^E with m in [0.5, 1), so e = E - 1), the spacing 2^(max(e, -14) - 10), round
     x / spacing to the nearest integer with ties to EVEN (np.rint), multiply back; work in
     float64, where all of this is exact. 65504 is the largest half: whatever rounds above it
-    (65520 and up) is inf, with x's sign. inf and NaN come back unchanged; -0.0 stays -0.0.
+    (65520 and up) is inf, with x's sign. inf comes back unchanged, NaN as a NaN; -0.0 stays -0.0.
     """
     raise NotImplementedError("lesson 17: write round_half")
 

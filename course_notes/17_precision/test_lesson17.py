@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kuiper.course.lessons import check_array, implementation
+from kuiper.testing import tensor_cores_preferred
 
 REFERENCE = {
     "round_tf32": "kuiper.core.precision:round_tf32",
@@ -220,19 +221,6 @@ def test_inf_and_nan_inputs_promise_nothing():
 
 
 # --- the engine's layers, inside your bound --------------------------------------------------
-
-@contextlib.contextmanager
-def tensor_cores_preferred():
-    """The cost model told that the tensor cores run at their peak: on a product this small
-    (or an emulated one) it would rightly leave the layer on a portable kernel."""
-    from unittest import mock
-
-    from kuiper.layers.opencl_gemm import cost
-
-    at_peak = {p: {256: 1.0, 128: 1.0, 64: 1.0} for p in cost.MMA_EFFICIENCY}
-    with mock.patch.object(cost, "MMA_EFFICIENCY", at_peak):
-        yield
-
 
 def linear_under(precision: str, mode: str, tmp_path):
     """A linear layer (x 9 x 70 times W^T, W 33 x 70, a bias) on OpenCL at `precision`: its

@@ -52,7 +52,7 @@ def models(tmp_path_factory):
     the PyTorch modules they came from."""
     require_opencl()
     import kuiper
-    from kuiper.io.export import export   # the engine's (a course clone has no tests/)
+    from kuiper.io.export import export  # the engine's (a course clone has no tests/)
 
     torch.manual_seed(18)
     folder = tmp_path_factory.mktemp("lesson18")

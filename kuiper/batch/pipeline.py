@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kuiper.core.errors import KuiperError
+
 
 def run_on_device(graphs: Sequence[Any], x: Any, device_outputs: bool = False) -> Any:
     """`x` through each graph of `graphs` in turn, every intermediate result left on the device.
@@ -26,6 +28,9 @@ def run_on_device(graphs: Sequence[Any], x: Any, device_outputs: bool = False) -
     with several outputs feeds a graph with as many inputs, in order). The last graph's
     outputs come back as NumPy arrays, or stay on the device with `device_outputs=True`.
     The result equals the host-to-host chain `graphs[-1](...graphs[0](x))`, bit for bit."""
+    if not graphs:
+        raise KuiperError("run_on_device: `graphs` is empty; give the graphs to chain, first "
+                          "to last")
     value = x
     for i, graph in enumerate(graphs):
         on_device = device_outputs or i < len(graphs) - 1

@@ -60,16 +60,18 @@ def round_tf32(x: np.ndarray) -> np.ndarray:
 
 
 def round_half(x: np.ndarray) -> np.ndarray:
-    """x (float32) stored as IEEE half and loaded back (vstore_half then vload_half; the same
-    as x.astype(np.float16).astype(np.float32)), written from the format:
+    """x (float32) stored as IEEE half and loaded back (vstore_half then vload_half; for every
+    number the same as x.astype(np.float16).astype(np.float32), and a NaN comes back a NaN: its
+    payload bits are no part of the contract, NumPy's float16 shortens them), written from the
+    format:
 
     a half has 10 bits of mantissa, so between 2^e and 2^(e+1) its values are 2^(e - 10) apart;
     below 2^-14 (the subnormals) they stay 2^-24 apart. Round x / spacing to the nearest integer,
     ties to even (np.rint), and multiply back. Above 65504, the largest half, the next value
     would be 65536: what rounds there (65520 and up) is inf."""
     x = np.asarray(x, np.float32)
-    wide = x.astype(np.float64)                        # every step below is exact in float64
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):                # (a signalling NaN's cast warns)
+        wide = x.astype(np.float64)                    # every step below is exact in float64
         _, e = np.frexp(np.abs(wide))                  # |x| = m 2^e with m in [0.5, 1)
         spacing = np.ldexp(1.0, np.maximum(e - 1, -14) - 10)
         rounded = np.rint(wide / spacing) * spacing
@@ -100,6 +102,9 @@ def gemm_error_bound(a: np.ndarray, b: np.ndarray, precision: str) -> np.ndarray
     checked_precision(precision)
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise KuiperError(f"gemm_error_bound: a {a.shape} and b {b.shape} should be matrices "
+                          "(M x K) and (K x N) with the same K")
     k = a.shape[1]
     u = 0.0 if precision == "fp32" else U_INPUT
     eta = ETA[precision]

@@ -1,8 +1,9 @@
 """Lesson 17's figure: how far a GEMM computed in tf32 / fp16 lands from float32, as K grows.
 
 The products are emulated the way the tensor cores compute them (kuiper/core/precision.py): the
-inputs rounded (round_tf32, round_half), each product exact in float32 (two 11-bit mantissas
-make at most 22 bits), the sums in float32 one after the other. The error is measured against
+inputs rounded (round_tf32, round_half), each product of the rounded inputs exact in float32
+(two 11-bit mantissas make at most 22 bits; the fp32 series multiplies unrounded inputs, whose
+products round), the sums in float32 one after the other. The error is measured against
 the exact product of the float32 inputs (float64) and divided by |A| @ |B|, the scale every
 bound of gemm_error_bound multiplies: the dots are what happened, the lines what is promised.
 Seeded NumPy, no device: the same drawing on every machine. kuiper/course/figures.py lists it

@@ -225,6 +225,27 @@ def line_width(widths) -> int:
     return max(MIN_LINE_WIDTH, math.ceil(max(widths) / 32) * 32)
 
 
+# A crop runs at the width of a wider one when that is at most this many times its own: one
+# recognizer (one conversion, and on OpenCL one kernel build) serves the group, and no short
+# line pays for a long one's width.
+WIDTH_SPREAD = 1.5
+
+
+def shared_line_widths(widths) -> list[int]:
+    """The recognizer width each crop runs at: from the widest down, a crop joins the group of
+    the widest crop above it when that group's width is within WIDTH_SPREAD of its own
+    `line_width`, else it starts a group. (PaddleOCR sorts its crops by width and pads each
+    batch of them to the widest; grouping by width keeps the padding bounded the same way.)"""
+    own = [line_width([w]) for w in widths]
+    shared = [0] * len(own)
+    top = None
+    for i in sorted(range(len(own)), key=lambda j: -own[j]):
+        if top is None or own[i] * WIDTH_SPREAD < top:
+            top = own[i]
+        shared[i] = top
+    return shared
+
+
 def recognizer_input(line: np.ndarray, width: int | None = None) -> np.ndarray:
     """A crop (48, w, 3) RGB -> (1, 3, 48, W): BGR, [-1, 1], right-padded with 0 to
     W = `width`, or `line_width` of this line alone. pnnx bakes the width into the
@@ -324,11 +345,11 @@ class OCR:
                              f"{image.shape} {image.dtype}")
         found = self.detect(image)
         crops = [crop_line(image, box) for box, _ in found]
-        # every line of the image padded to the widest one, as PaddleOCR batches them: one
-        # recognizer (one conversion, one kernel build) per image instead of one per width
-        width = line_width([crop.shape[1] for crop in crops]) if crops else None
+        # lines of similar widths padded to the widest of them: one recognizer (a conversion
+        # and a kernel build on a first run) per group of widths instead of one per width
+        widths = shared_line_widths([crop.shape[1] for crop in crops])
         return [Line(box, *self.recognize(crop, width), box_score)
-                for (box, box_score), crop in zip(found, crops)]
+                for (box, box_score), crop, width in zip(found, crops, widths)]
 
 
 def draw(image: np.ndarray, lines: list[Line]):

@@ -11,6 +11,7 @@ layer that passes here also loads from a real export.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import zipfile
@@ -223,3 +224,17 @@ def run_operator(op_type: str, inputs: Sequence[np.ndarray], params: dict[str, A
         if any(op.name == "op0" for op in graph.fallbacks) and not allow_fallback:
             raise AssertionError(f"{op_type} has no {backend} layer: it fell back to the CPU")
         return graph.forward(*[x for i, x in enumerate(inputs) if i not in constants])
+
+
+@contextlib.contextmanager
+def tensor_cores_preferred():
+    """The OpenCL cost model told that the tensor cores run at their peak, for a test about what
+    a layer on them computes: on products that small (or emulated ones) the measured efficiency
+    (layers/opencl_gemm/cost.py) would rightly leave the layer on a portable kernel."""
+    from unittest import mock
+
+    from kuiper.layers.opencl_gemm import cost
+
+    at_peak = {p: {256: 1.0, 128: 1.0, 64: 1.0} for p in cost.MMA_EFFICIENCY}
+    with mock.patch.object(cost, "MMA_EFFICIENCY", at_peak):
+        yield

@@ -215,7 +215,9 @@ def work_group_size(params: dict) -> int:
 
 
 def fits(params: dict, device) -> bool:
-    """False when the device cannot run `params` (too many work-items, too much local memory)."""
+    """False when the device cannot run `params` (too many work-items, too much local memory,
+    16-wide vectors its compiler cannot build, a tensor-core set its probe refused) or must not
+    (gemm_blocked's K-blocked and 6- and 4-row sets off CPU devices: the comment below)."""
     if work_group_size(params) > int(device.max_work_group_size):
         return False
     if params["kernel"] == "gemm_blocked" and params["BLOCK_N"] > 8 and not wide_vectors(device):

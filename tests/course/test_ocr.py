@@ -124,10 +124,18 @@ def test_recognizer_input_refuses_a_width_narrower_than_the_line():
         ocr.recognizer_input(np.zeros((48, 400, 3), np.uint8), 352)
 
 
-def test_read_pads_every_line_of_an_image_to_the_widest_one(monkeypatch):
-    """One recognizer width per image (PaddleOCR batches lines the same way): each width is a
-    pnnx conversion and, on OpenCL, a kernel build; lines of 288 and 480 pixels both run at
-    480 (before: one model at 320 and another at 480, two builds on a first run)."""
+def test_shared_line_widths_group_similar_widths_only():
+    assert ocr.shared_line_widths([331, 429]) == [448, 448]       # the sample: one recognizer
+    assert ocr.shared_line_widths([100, 300]) == [320, 320]       # both at the minimum
+    # a long line does not drag the short ones to its width; 700 and 900 share 928
+    assert ocr.shared_line_widths([200, 1800, 700, 900]) == [320, 1824, 928, 928]
+    assert ocr.shared_line_widths([]) == []
+
+
+def test_read_pads_lines_of_similar_widths_to_the_widest_of_them(monkeypatch):
+    """Each recognizer width is a pnnx conversion and, on OpenCL, a kernel build; lines of 288
+    and 480 pixels both run at 480 (before: one model at 320 and another at 480, two builds
+    on a first run)."""
     reader = object.__new__(ocr.OCR)
     boxes = [np.array([[0, 0], [100, 0], [100, 10], [0, 10]], np.float32),   # 480 wide at 48
              np.array([[0, 20], [60, 20], [60, 30], [0, 30]], np.float32)]   # 288 wide

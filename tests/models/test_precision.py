@@ -35,11 +35,10 @@ import kuiper
 from kuiper.core.precision import round_tf32
 from kuiper.layers.opencl_gemm import mma_sets
 from kuiper.opencl.device.tensor_cores import tensor_cores
-from kuiper.testing import assert_close
+from kuiper.testing import assert_close, tensor_cores_preferred
 from tests.conftest import opencl_available
 from tests.models import zoo
 from tests.models.common import image, torch_outputs
-from tests.opencl.mma_harness import tensor_cores_preferred
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")]

@@ -50,7 +50,10 @@ def fresh_probe(monkeypatch, tmp_path):
     process, the environment or the cache folder (a fresh one, this test's tmp_path)."""
     def forget(probe):
         monkeypatch.setattr(probe, "_known", {})
-        monkeypatch.delenv(probe.ENV, raising=False)
+        # set, then deleted: monkeypatch then restores the variable (or its absence) at the
+        # end, whatever the probe writes into os.environ meanwhile
+        monkeypatch.setenv(probe.ENV, "")
+        monkeypatch.delenv(probe.ENV)
         monkeypatch.setenv("KUIPER_CACHE_DIR", str(tmp_path))
 
     return forget

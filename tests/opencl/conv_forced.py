@@ -84,7 +84,7 @@ def torch_conv(case: ConvCase, x, w, b) -> np.ndarray:
 
 def run_forced(case: ConvCase, x, w, b, algorithm: str, params: dict | None = None):
     """(output, the conv layer) with `algorithm` forced (params None) or pinned to `params`;
-    skipped where the device's compiler cannot build the kernel's 16-wide vectors."""
+    skipped, saying why, where the device cannot run it (skip_where_it_cannot_run)."""
     from tests.opencl.conv_harness import skip_where_it_cannot_run
 
     skip_where_it_cannot_run(algorithm, params)

@@ -19,8 +19,6 @@ The bounds (u = 2^-24, float32's unit roundoff; K the length of each dot product
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
@@ -125,15 +123,3 @@ def awkward_shapes(params: dict) -> list[tuple[int, int, int]]:
     return [(1, 1, 1), (tm + 1, tn + 15, tk + 7), (2 * tm + 13, 9, 2 * tk + 1), (15, tn + 3, 5)]
 
 
-@contextlib.contextmanager
-def tensor_cores_preferred():
-    """The cost model told that the tensor cores run at their peak: these tests are about what
-    a layer on them computes, and on products this small (or emulated ones) the measured
-    efficiency (cost.py) would rightly leave them on a portable set."""
-    from unittest import mock
-
-    from kuiper.layers.opencl_gemm import cost
-
-    at_peak = {p: {256: 1.0, 128: 1.0, 64: 1.0} for p in cost.MMA_EFFICIENCY}
-    with mock.patch.object(cost, "MMA_EFFICIENCY", at_peak):
-        yield

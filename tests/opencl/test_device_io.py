@@ -72,6 +72,16 @@ def test_two_models_pass_device_arrays_with_no_host_copy(digits, softmax, monkey
     np.testing.assert_allclose(probabilities.get(), host_result, rtol=1e-6, atol=1e-7)
 
 
+def test_run_on_device_chains_graphs_like_the_host_and_refuses_none(digits, softmax):
+    from kuiper.batch.pipeline import run_on_device
+    from kuiper.core.errors import KuiperError
+
+    graph, x, expected = digits
+    np.testing.assert_array_equal(run_on_device([graph, softmax], x), softmax(graph(x)))
+    with pytest.raises(KuiperError, match="`graphs` is empty"):
+        run_on_device([], x)
+
+
 def test_load_can_make_device_outputs_the_default(digits):
     import pyopencl.array as cla
 

@@ -29,9 +29,8 @@ from kuiper.layers.opencl_conv.algorithms import ConvProblem
 from kuiper.layers.opencl_gemm import mma_sets
 from kuiper.opencl.device import tuning_cache
 from kuiper.opencl.device.tensor_cores import tensor_cores
-from kuiper.testing import assert_close, write_operator_model
+from kuiper.testing import assert_close, tensor_cores_preferred, write_operator_model
 from tests.conftest import opencl_available
-from tests.opencl.mma_harness import tensor_cores_preferred
 
 pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
 

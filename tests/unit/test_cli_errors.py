@@ -422,7 +422,7 @@ def test_subprocess_huge_shape(model):
                                 *FAST_BENCH), 1, "bytes")
 
 
-def test_a_reference_that_fails_is_named_by_its_cause_not_its_wrapper():
+def test_a_reference_that_fails_shows_the_cause_after_its_wrapper_line():
     """torch.compile wraps the compiler's error as "BackendCompilerFailed: backend='inductor'
     raised:" and the cause on the next line; `kuiper bench` printed only the wrapper line."""
     from kuiper.bench.columns import first_line, why

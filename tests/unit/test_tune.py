@@ -63,9 +63,9 @@ def test_round_trip_and_keys(cache_dir):
 
 
 def test_a_gpu_winograd_winner_with_its_gemm_set_survives_the_cache(cache_dir):
-    """On a GPU, Winograd's and implicit GEMM's candidates carry their GEMM's parameter set
-    under "gemm"; the cache refused such an entry as malformed, so a tuned winner of that kind
-    was measured, written and then ignored (found on an H200). One level of nesting is a
+    """On a GPU, Winograd's candidates carry their GEMM's parameter set under "gemm"; the
+    cache refused such an entry as malformed, so a tuned winner of that kind was measured,
+    written and then ignored (found on an H200). One level of nesting is a
     parameter set; a deeper one is still refused."""
     from kuiper.layers.opencl_gemm.parameter_sets import GPU_PARAMETER_SETS
 

@@ -123,7 +123,7 @@ def well_formed(entry: Any) -> bool:
     """Whether `entry` is what `store` writes: {"algorithm": name, "params": {name: value},
     "seconds": number}, with each value None, a short string, a bool, a number (an int of a
     sane size), a short list of such values, or one level of {name: such value} (a GPU's
-    Winograd or implicit GEMM keeps its GEMM's set under "gemm"). A hand-edited or hostile file
+    Winograd keeps its GEMM's set under "gemm"). A hand-edited or hostile file
     could put anything there, and the selector compares it with its own parameter sets."""
     if not isinstance(entry, dict) or not isinstance(entry.get("algorithm"), str):
         return False
