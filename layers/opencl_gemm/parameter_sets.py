@@ -204,6 +204,11 @@ def gemv_parameter_sets(device, m: int, trans_a: bool, trans_b: bool) -> list[di
 GEMV_GROUP = 16  # gemv with LANES = 1: outputs per work-group
 
 
+# the kernels a GEMM parameter set names ("kernel"); a convolution algorithm's own sets (implicit
+# GEMM's "tiled") are not GEMM sets
+GEMM_KERNELS = ("gemm_blocked", "gemm_tiled", "gemm_mma", "gemv")
+
+
 def work_group_size(params: dict) -> int:
     if params["kernel"] == "gemm_mma":
         return mma_sets.threads(params)

@@ -5,7 +5,9 @@ own are solved, and tests/course, committed in a git repository of its own, as a
 clone is) gets every stub file solved: each exercises.py, and the kernel files (lesson 14's
 layernorm2d.cl). The course's tests then run in it: the stub checks must read the stubs as
 shipped, never the solutions. (test_notes.py is left out: the notes never read the stubs,
-and their model exports take a minute.)
+and their model exports take a minute.) The normal run leaves out the course's `slow` tests
+(whole models: the OCR capstone on both backends), which the suite runs
+anyway in reference mode; `python -m pytest -m campaign` runs the solved course whole.
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ def git(cwd, *args):
                     *args], cwd=cwd, check=True, capture_output=True, text=True)
 
 
-@pytest.mark.slow  # a nested pytest over every lesson (about a minute)
-def test_a_solved_course_passes_the_course_tests(tmp_path):
+@pytest.mark.slow  # a nested pytest over every lesson (minutes)
+@pytest.mark.parametrize("whole", [False, pytest.param(True, marks=pytest.mark.campaign)],
+                         ids=["quick", "whole"])
+def test_a_solved_course_passes_the_course_tests(tmp_path, whole):
     if shutil.which("git") is None:
         pytest.skip("git is not installed: a student's clone needs it")
     clone = tmp_path / "clone"
@@ -72,7 +76,8 @@ def test_a_solved_course_passes_the_course_tests(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "-W", "ignore", "tests/course/test_exercises.py", "tests/course/test_course_cli.py",
+         "-W", "ignore", "-m", "campaign or not campaign" if whole else "not slow",
+         "tests/course/test_exercises.py", "tests/course/test_course_cli.py",
          "tests/course/test_lesson_claims.py", "tests/course/test_figures.py", "course_notes"],
         cwd=clone, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

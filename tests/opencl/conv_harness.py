@@ -47,7 +47,8 @@ def skip_where_it_cannot_run(algorithm: str, params: dict | None) -> None:
     from kuiper.layers.opencl_gemm import parameter_sets as gemm
 
     gemm_set = (params or {}).get("gemm", params)
-    if isinstance(gemm_set, dict) and "kernel" in gemm_set and not gemm.fits(gemm_set, device):
+    if (isinstance(gemm_set, dict) and gemm_set.get("kernel") in gemm.GEMM_KERNELS
+            and not gemm.fits(gemm_set, device)):
         pytest.skip(f"{algorithm} {gemm.describe_params(gemm_set)} does not fit "
                     f"{device.name.strip()}: {gemm.why_it_cannot_run(gemm_set, device)}")
 
