@@ -283,7 +283,6 @@ class OCR:
 
     def __init__(self, backend: str = "cpu", files: OCRFiles | None = None,
                  find_boxes=text_boxes, decode=ctc_greedy_decode, **load_options):
-
         self.find_boxes, self.decode = find_boxes, decode
         self.files = files or fetched()
         if self.files is None:
