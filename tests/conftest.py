@@ -142,3 +142,16 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         items[:] = [item for item in items if id(item) in kept]
         config.hook.pytest_deselected(items=deselected)
+    if getattr(config.option, "dist", "no") != "no" or hasattr(config, "workerinput"):
+        long_files_first(items)
+
+
+def long_files_first(items: list) -> None:
+    """Under pytest-xdist (the README's `-n 2 --dist loadfile`), the files holding `slow`
+    tests go first, each file's tests in their order. A worker takes the next file when it
+    finishes one, in collection order: a long file collected last (tests/opencl/test_oclgrind.py
+    sorts late) kept one worker busy for minutes while the other had nothing left to take. Longest
+    jobs first leaves short files to fill the end. Every worker sorts the same way, as xdist
+    requires."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)   # stable

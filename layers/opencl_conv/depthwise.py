@@ -25,11 +25,17 @@ from kuiper.layers.opencl_conv.algorithms import (
 from kuiper.layers.opencl_conv.launch import buffer_of, grouped_launch
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.opencl.device.roofline import device_rates, roofline
+from kuiper.opencl.device.runtime import compiles_to_native_cpu
 
 KERNEL_FILE = "conv_depthwise"
 BW_CHOICES = (1, 2, 4, 8)    # output columns per work-item
 BH_CHOICES = (1, 2, 4)       # output rows per work-item
-LOCAL_CHOICES = (None, [16, 1, 1], [4, 2, 1])   # lists: the tuning cache's JSON keeps them
+LOCAL_CHOICES = (None, [8, 1, 1], [16, 1, 1], [4, 2, 1])   # lists: JSON keeps them
+# PoCL compiles a kernel again for each work-group size it is launched with (about a second for
+# this one), and left to choose (None) it picks a different size for each output shape: the
+# OCR capstone's 28 depthwise layers compiled 19 times, half of its cold first run. One fixed
+# size on PoCL means one compile per program; it ran MobileNetV2 no slower (2-core VM).
+POCL_LOCAL = [8, 1, 1]
 BIG_KERNEL = 25              # taps: above this, small blocks keep the unrolled code small
 
 
@@ -67,11 +73,12 @@ class Depthwise(ConvAlgorithm):
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         """`bw` x `bh`: the output block of a work-item; `local`: the work-group shape."""
         _, _, ow = problem.out
+        local = POCL_LOCAL if compiles_to_native_cpu(device) else None
         if problem.kernel[1] * problem.kernel[2] > BIG_KERNEL:
-            first = {"bw": 4, "bh": 1, "local": None}
+            first = {"bw": 4, "bh": 1, "local": local}
         else:   # 8 x 4 blocks were fastest on every MobileNetV2 layer under PoCL (2 cores),
             # 28x28 and 14x14 included, where 8 wastes columns; narrower for tiny images
-            first = {"bw": 8 if ow > 4 else 4, "bh": 4, "local": None}
+            first = {"bw": 8 if ow > 4 else 4, "bh": 4, "local": local}
         others = [{"bw": bw, "bh": bh, "local": local} for bw in BW_CHOICES
                   for bh in BH_CHOICES for local in LOCAL_CHOICES]
         return [first] + [p for p in others if p != first]

@@ -6,7 +6,8 @@ clone is) gets every stub file solved: each exercises.py, and the kernel files (
 layernorm2d.cl). The course's tests then run in it: the stub checks must read the stubs as
 shipped, never the solutions. (test_notes.py is left out: the notes never read the stubs,
 and their model exports take a minute.) The normal run leaves out the course's `slow` tests
-(whole models: the OCR capstone on both backends), which the suite runs
+(whole models: the OCR capstone on both backends) and the tests that read none of the
+student's files (the course command, the lessons' claims, the figures), which the suite runs
 anyway in reference mode; `python -m pytest -m campaign` runs the solved course whole.
 """
 
@@ -74,11 +75,16 @@ def test_a_solved_course_passes_the_course_tests(tmp_path, whole):
     env.pop("KUIPER_COURSE_IMPL", None)
     # this checkout's kuiper, not whichever one is installed: the clone stands for it
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    # The quick run: the lessons' own tests and the stub checks, the two that read the
+    # student's files; the course's command, claims and figures tests read only Kuiper's
+    # (the suite runs them), and the whole run adds them.
+    files = ["tests/course/test_exercises.py", "course_notes"]
+    if whole:
+        files[1:1] = ["tests/course/test_course_cli.py", "tests/course/test_lesson_claims.py",
+                      "tests/course/test_figures.py"]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "-W", "ignore", "-m", "campaign or not campaign" if whole else "not slow",
-         "tests/course/test_exercises.py", "tests/course/test_course_cli.py",
-         "tests/course/test_lesson_claims.py", "tests/course/test_figures.py", "course_notes"],
+         "-W", "ignore", "-m", "campaign or not campaign" if whole else "not slow", *files],
         cwd=clone, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout, proc.stdout[-2000:]

@@ -26,8 +26,9 @@ from tests.conftest import opencl_available
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SEED = int(os.environ.get("KUIPER_FUZZ_SEED", "0"))
-# cases per backend in the suite's short campaign (about a minute in all on two cores)
-SHORT = {"cpu": 1200, "opencl": 250}   # 70-80 s each on 2 cores at twice these
+# cases per backend in the suite's short campaign (about 50 s in all on two cores; longer
+# campaigns: `kuiper fuzz --cases N`)
+SHORT = {"cpu": 800, "opencl": 170}   # 70-80 s each on 2 cores at three times these
 
 
 def fuzz(tmp_path, *args) -> dict:

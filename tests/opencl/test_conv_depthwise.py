@@ -14,7 +14,8 @@ import torch.nn as nn
 
 from kuiper.core.errors import KuiperError
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, forced
-from kuiper.opencl.device.runtime import OpenCLRuntime
+from kuiper.layers.opencl_conv.depthwise import LOCAL_CHOICES, POCL_LOCAL
+from kuiper.opencl.device.runtime import OpenCLRuntime, compiles_to_native_cpu
 from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, run_forced, torch_conv
@@ -135,6 +136,22 @@ def test_depthwise_bad_parameters_are_a_kuiper_error(rng):
     w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
     with pytest.raises(KuiperError, match=r"depthwise: block bw=3"):
         run_algorithm(NAME, x, w, params={"bw": 3, "bh": 1}, padding=1, groups=3)
+
+
+def test_depthwise_first_choice_has_one_work_group_size_on_pocl():
+    """PoCL compiles a kernel again for each work-group size: left to choose, it picked one per
+    output shape (the OCR capstone's 28 depthwise layers compiled 19 times). The cost model's
+    first set fixes one size on PoCL, whatever the shape; elsewhere the driver chooses."""
+    device = OpenCLRuntime.shared().device
+    shapes = [(1, 32, 112, 112), (1, 96, 56, 56), (2, 960, 7, 7), (1, 8, 3, 250)]
+    first = [ALGORITHMS[NAME].parameter_sets(make_problem(s, (s[1], 1, 3, 3), padding=1,
+                                                          groups=s[1]), device)[0]
+             for s in shapes]
+    expected = POCL_LOCAL if compiles_to_native_cpu(device) else None
+    assert [p["local"] for p in first] == [expected] * len(shapes)
+    assert POCL_LOCAL in LOCAL_CHOICES   # so a tuned choice can name it too
+    problem = make_problem((1, 8, 9, 9), (8, 1, 3, 3), padding=1, groups=8)
+    assert ALGORITHMS[NAME].parameter_sets(problem, None)[0]["local"] is None
 
 
 def test_depthwise_cost_model_beats_the_gemm_on_depthwise_layers():
