@@ -26,7 +26,11 @@ Method (what makes the numbers worth writing down):
   (through threadpoolctl): ratios are only fair at equal thread counts;
 - per operator: on the CPU each layer is timed through `graph.forward(observer=...)`; on OpenCL
   the kernels are timed on the device from profiling events (`event.profile.start/end`), so the
-  host's enqueue overhead is not counted there.
+  host's enqueue overhead is not counted there;
+- by kind of operator (depthwise, 1x1 and other convolutions, matrix products, ...): the same
+  profiles summed by kind, beside onnxruntime's own (`SessionOptions.enable_profiling`, a
+  second session), whose fused nodes do not match Kuiper's operators one to one
+  (`kuiper/bench/kinds.py`).
 
 Output: `--json` prints one JSON document instead of the tables; `--trace FILE.json` writes one
 profiled run per Kuiper backend as a Chrome trace (ui.perfetto.dev, chrome://tracing);

@@ -17,6 +17,7 @@ from kuiper.bench.columns import (
     bench_torch_cuda,
     why,
 )
+from kuiper.bench.kinds import kinds_table, kuiper_kinds
 from kuiper.bench.timing import (
     Column,
     blas_threads,
@@ -99,9 +100,13 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
         time_columns(columns, warmup, repeat, rounds,
                      lambda c: bar.advance(tasks[id(c)]) if bar is not None else None,
                      seconds)
+        operators = {op.name: op for op in probe.order}
         for column in columns:
             if column.profiler is not None:
                 column.profile = column.profiler()
+                column.kinds = kuiper_kinds(column.profile, operators, probe.specs)
+            if column.kind_profiler is not None:   # onnxruntime's own profile
+                column.kinds = column.kind_profiler()
         traced = [(c.label, c.tracer()) for c in columns if trace and c.tracer is not None]
     batch = inputs[0].shape[0] if inputs and inputs[0].ndim else 1
     outputs_written = write_files(columns, probe, trace, traced, plot, top)
@@ -153,7 +158,8 @@ def bench_document(path, inputs, flops, columns, skipped, probe, batch, warmup, 
                                           zip(c.outputs, first.outputs)), default=0.0),
                      "profile_ms": [{"operator": name, "type": types.get(name, "?"),
                                      "ms": seconds * 1e3} for name, seconds in
-                                    sorted(c.profile.items(), key=lambda kv: -kv[1])]}
+                                    sorted(c.profile.items(), key=lambda kv: -kv[1])],
+                     "kinds_ms": {kind: seconds * 1e3 for kind, seconds in c.kinds.items()}}
                     for c in columns]}
 
 
@@ -218,4 +224,9 @@ def report(columns: list[Column], skipped: list[str], probe, top: int, batch: in
     fallbacks = [c for c in profiled if c.note and c.label.startswith("kuiper opencl")]
     if fallbacks:
         print("(OpenCL operators that fall back to the CPU show only their copy time)")
+    by_kind = kinds_table(columns)
+    if by_kind is not None and len(by_kind[0]) > 2:   # two columns at least: a comparison
+        print("\ntime by kind of operator (ms per inference; onnxruntime: its own profile, "
+              "each node's median; a fused activation counts in its producer)")
+        print_table(by_kind)
     sys.stdout.flush()

@@ -293,6 +293,7 @@ def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column
 
     import onnxruntime as ort
 
+    from kuiper.bench.kinds import profile_onnxruntime
     from kuiper.bench.reference import torch_module_path
 
     with tempfile.TemporaryDirectory(prefix="kuiper-bench-") as folder:
@@ -316,12 +317,34 @@ def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        # onnxruntime's own per-node profile (kinds.py), from a second session: the timed one
+        # stays unprofiled. Made here, while an exported model's folder still exists.
+        profiled = (profiling_session(str(model), options) if args.get("top", 0) > 0
+                    else None)
     feed = {i.name: x for i, x in zip(session.get_inputs(), inputs)}
     column = Column(f"onnxruntime {ort.__version__} ({threads_label(args['threads'])}, "
                     f"{source})")
     column.outputs = session.run(None, feed)
     column.run = lambda: session.run(None, feed)
+    if profiled is not None:
+        column.kind_profiler = lambda: profile_onnxruntime(*profiled, feed)
     return column
+
+
+def profiling_session(model: str, options) -> tuple:
+    """(an onnxruntime session of `model` with profiling on, the folder its profile goes to)."""
+    import tempfile
+
+    import onnxruntime as ort
+
+    folder = tempfile.mkdtemp(prefix="kuiper-ort-profile-")
+    profiling = ort.SessionOptions()
+    profiling.intra_op_num_threads = options.intra_op_num_threads
+    profiling.inter_op_num_threads = options.inter_op_num_threads
+    profiling.log_severity_level = 3
+    profiling.enable_profiling = True
+    profiling.profile_file_prefix = f"{folder}/onnxruntime_profile"
+    return ort.InferenceSession(model, profiling, providers=["CPUExecutionProvider"]), folder
 
 
 def why(error: Exception) -> str:

@@ -48,6 +48,8 @@ class Column:
     memory: str = ""  # peak memory, and how it was counted
     profiler: Callable[[], dict[str, float]] | None = field(default=None, repr=False)
     tracer: Callable[[], list] | None = field(default=None, repr=False)  # one run's spans
+    kinds: dict[str, float] = field(default_factory=dict)  # kind of operator -> seconds (kinds.py)
+    kind_profiler: Callable[[], dict[str, float]] | None = field(default=None, repr=False)
 
     @property
     def median(self) -> float:

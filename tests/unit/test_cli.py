@@ -280,6 +280,11 @@ def test_bench_with_references(tiny):
     assert len(table) == len(backends.split(",")) + len(device_io) + 2, out
     assert "1.00x" in next(line for line in table if line.startswith("torch"))
     assert "per-operator time" in out and "nn.Conv2d" in out
+    # by kind, onnxruntime's own profile beside Kuiper's (kuiper/bench/kinds.py)
+    kinds = out[out.index("time by kind of operator"):].splitlines()
+    assert "onnxruntime" in kinds[1] and kinds[1].split()[:3] == ["kind", "kuiper", "cpu"], out
+    conv = next(line for line in kinds if line.startswith("conv other"))
+    assert all(float(v) > 0 for v in conv.split()[2:]), conv
     for line in table:  # max |diff| against kuiper cpu: every column computed the same thing
         diff = re.search(r"\d\.\d\dx\s+(\S+)", line)
         assert diff and float(diff.group(1)) < 1e-4, line
