@@ -7,7 +7,10 @@ A kind where Kuiper's time is far above onnxruntime's is where to work next (iss
 for this table, next to onnxruntime's `SessionOptions.enable_profiling`).
 
 Kuiper's side: the profile's seconds per operator, each operator's kind from its type and
-parameters. onnxruntime's side: one profiled session run a few times; its JSON file has an
+parameters (pnnx keeps an `nn.MultiheadAttention` as one operator, its four projections
+included: "attention" then holds what onnxruntime counts under matrix products, and the two
+kinds compare only together). onnxruntime's side: one profiled session run a few times; its
+JSON file has an
 event per node and run ("<node>_kernel_time", microseconds, with the node's op type and input
 shapes); each node's median, summed by kind. An activation fused into its producer costs
 nothing of its own on either side; on Kuiper's NumPy backend every operator runs alone.
