@@ -332,8 +332,11 @@ def bench_onnxruntime(path: str, inputs: list[np.ndarray], args: dict) -> Column
 
 
 def profiling_session(model: str, options) -> tuple:
-    """(an onnxruntime session of `model` with profiling on, the folder its profile goes to)."""
+    """(an onnxruntime session of `model` with profiling on, the folder its profile goes to;
+    the folder goes with the session, profiled or not)."""
+    import shutil
     import tempfile
+    import weakref
 
     import onnxruntime as ort
 
@@ -344,7 +347,9 @@ def profiling_session(model: str, options) -> tuple:
     profiling.log_severity_level = 3
     profiling.enable_profiling = True
     profiling.profile_file_prefix = f"{folder}/onnxruntime_profile"
-    return ort.InferenceSession(model, profiling, providers=["CPUExecutionProvider"]), folder
+    session = ort.InferenceSession(model, profiling, providers=["CPUExecutionProvider"])
+    weakref.finalize(session, shutil.rmtree, folder, True)
+    return session, folder
 
 
 def why(error: Exception) -> str:

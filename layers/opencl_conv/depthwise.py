@@ -73,12 +73,12 @@ class Depthwise(ConvAlgorithm):
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         """`bw` x `bh`: the output block of a work-item; `local`: the work-group shape."""
         _, _, ow = problem.out
-        local = POCL_LOCAL if compiles_to_native_cpu(device) else None
+        group = POCL_LOCAL if compiles_to_native_cpu(device) else None   # the work-group
         if problem.kernel[1] * problem.kernel[2] > BIG_KERNEL:
-            first = {"bw": 4, "bh": 1, "local": local}
+            first = {"bw": 4, "bh": 1, "local": group}
         else:   # 8 x 4 blocks were fastest on every MobileNetV2 layer under PoCL (2 cores),
             # 28x28 and 14x14 included, where 8 wastes columns; narrower for tiny images
-            first = {"bw": 8 if ow > 4 else 4, "bh": 4, "local": local}
+            first = {"bw": 8 if ow > 4 else 4, "bh": 4, "local": group}
         others = [{"bw": bw, "bh": bh, "local": local} for bw in BW_CHOICES
                   for bh in BH_CHOICES for local in LOCAL_CHOICES]
         return [first] + [p for p in others if p != first]
