@@ -32,6 +32,8 @@ KINDS = (CONV_DEPTHWISE, CONV_1X1, CONV, "matmul / linear", "attention", "poolin
 _BY_NAME = {
     "matmul / linear": ("linear", "matmul", "bmm", "addmm", "baddbmm", "gemm", "einsum",
                         "fusedmatmul", "fusedgemm", "matmulinteger", "qgemm"),
+    # a softmax is counted with attention: in a transformer (onnxruntime's unfused attention)
+    # that is where it sits; a classifier's last softmax is a few microseconds either way
     "attention": ("multiheadattention", "scaled_dot_product_attention", "attention",
                   "kuiper.fusedattention", "grouped_query_attention", "softmax"),
     "pooling": ("maxpool", "avgpool", "adaptiveavgpool", "adaptivemaxpool", "lppool",
@@ -64,9 +66,10 @@ def _short(op_type: str) -> str:
     return op_type.rsplit(".", 1)[-1].lower()
 
 
-def conv_kind(groups: int, in_channels: int, kernel: tuple[int, ...]) -> str:
-    """Depthwise (a group per input channel), 1x1, or another convolution."""
-    if groups > 1 and groups == in_channels:
+def conv_kind(cin_g: int, groups: int, kernel: tuple[int, ...]) -> str:
+    """Depthwise (one input channel per group, in more than one group: the engine's own test,
+    `ConvProblem.depthwise` and the NumPy convolution's), 1x1, or another convolution."""
+    if cin_g == 1 and groups > 1:
         return CONV_DEPTHWISE
     if kernel and all(int(k) == 1 for k in kernel):
         return CONV_1X1
@@ -92,13 +95,11 @@ def kuiper_kind(op: Any, specs: Mapping[str, Any]) -> str:
         params = getattr(op, "params", {}) or {}
         groups = int(params.get("groups", 1) or 1)
         kernel = tuple(params.get("kernel_size") or ())
-        in_channels = int(params.get("in_channels", 0) or 0)
-        if not kernel and len(op.inputs) > 1:  # F.conv2d: the weight is an input
-            weight = specs.get(op.inputs[1].name)
-            shape = tuple(getattr(weight, "shape", ()) or ())
-            kernel = shape[2:]
-            in_channels = in_channels or (shape[1] * groups if len(shape) > 1 else 0)
-        return conv_kind(groups, in_channels, kernel)
+        cin_g = int(params.get("in_channels", 0) or 0) // groups
+        if not kernel and len(op.inputs) > 1:  # F.conv2d: the weight (out, in/groups, k...)
+            shape = tuple(getattr(specs.get(op.inputs[1].name), "shape", ()) or ())
+            kernel, cin_g = shape[2:], (shape[1] if len(shape) > 1 else 0)
+        return conv_kind(cin_g, groups, kernel)
     return kind_of_type(op.type)
 
 
@@ -115,16 +116,12 @@ def kuiper_kinds(profile: Mapping[str, float], operators: Mapping[str, Any],
 
 def onnx_node_kind(op_type: str, input_shapes: list) -> str:
     """The kind of an onnxruntime node from its op type and input shapes (the profile's): a
-    convolution's weight [out, in / groups, kh, kw] says depthwise (in / groups == 1 with more
-    than one output) or 1x1."""
+    convolution's weight [out, in / groups, kh, kw] and its input [n, in, ...] give the
+    groups, hence depthwise, and the kernel, hence 1x1."""
     if op_type in ("Conv", "FusedConv", "NhwcFusedConv", "QLinearConv") and len(input_shapes) > 1:
-        weight = input_shapes[1]
-        if len(weight) >= 3:
-            kernel = tuple(weight[2:])
-            depthwise = weight[1] == 1 and weight[0] > 1
-            if depthwise:
-                return CONV_DEPTHWISE
-            return conv_kind(1, weight[1], kernel)
+        x, weight = input_shapes[0], input_shapes[1]
+        if len(weight) >= 3 and len(x) >= 2 and weight[1] > 0:
+            return conv_kind(weight[1], x[1] // weight[1], tuple(weight[2:]))
     return kind_of_type(op_type)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import types
 
 import numpy as np
+import onnxruntime as ort  # a test dependency (pyproject's [test])
 import pytest
 import torch
 import torch.nn as nn
@@ -49,6 +50,7 @@ def test_a_functional_convolution_takes_its_kernel_from_the_weight_input():
     ("Conv", [[1, 32, 56, 56], [32, 1, 3, 3], [32]], CONV_DEPTHWISE),
     ("FusedConv", [[1, 32, 56, 56], [64, 32, 1, 1]], CONV_1X1),
     ("Conv", [[1, 3, 224, 224], [32, 3, 3, 3]], CONV),
+    ("Conv", [[1, 1, 28, 28], [16, 1, 3, 3]], CONV),     # one input channel: not depthwise
     ("MatMul", [[1, 197, 384], [384, 1152]], "matmul / linear"),
     ("Relu", [[1, 8]], "elementwise / activation"),
     ("LayerNormalization", [[1, 8]], "normalization"),
@@ -88,7 +90,6 @@ class Blocks(nn.Module):
 def test_onnxruntime_profile_read_back_by_kind(tmp_path):
     """A real onnxruntime profile of an exported model: every kind the model has shows up,
     each a positive time, and the folder the profile went to is removed."""
-    ort = pytest.importorskip("onnxruntime")
     path = tmp_path / "blocks.onnx"
     x = torch.randn(1, 8, 19, 23)
     torch.onnx.export(Blocks().eval(), (x,), str(path), dynamo=False)
