@@ -38,6 +38,7 @@
 
 #include "attention_mask.h"   // MASK, MT, attention_masked(), CAUSAL and SAFE
 #include "online_softmax.h"   // SCORE_MAX, online_softmax_base() and _correction()
+#include "index_math.h"   // imin(): PoCL's min() of ints is a call
 
 #ifndef ROWS
 #define ROWS 4
@@ -119,12 +120,12 @@ void attention_blocks(__global const float *q, __global const int *q_base, const
 {
     const int bh = get_global_id(1);
     const int i0 = get_global_id(0) * ROWS;        // the block's first query row
-    const int last = min(i0 + ROWS, L) - 1;        // and its last
+    const int last = imin(i0 + ROWS, L) - 1;        // and its last
     // Rows past L compute a copy of the last row and store nothing: no test in the loops.
     int row[ROWS];
     #pragma unroll
     for (int r = 0; r < ROWS; ++r)
-        row[r] = min(i0 + r, last);
+        row[r] = imin(i0 + r, last);
 
     float qs[ROWS][HD];                                  // the block's queries, times scale
     float sc[ROWS][TK] __attribute__((aligned(64)));     // one tile of scores, then of p
@@ -142,7 +143,7 @@ void attention_blocks(__global const float *q, __global const int *q_base, const
     }
     const __global float *kp = k + k_base[bh];
     const __global float *vp = v + v_base[bh];
-    const int end = CAUSAL ? min(S, last + 1) : S;   // keys any row of the block may see
+    const int end = CAUSAL ? imin(S, last + 1) : S;   // keys any row of the block may see
 
     for (int s0 = 0; s0 < end; s0 += TK) {
         // 1. scores: a vector of KW keys at a time, ROWS multiply-adds per load
@@ -164,7 +165,7 @@ void attention_blocks(__global const float *q, __global const int *q_base, const
                 int key[KW];
                 #pragma unroll
                 for (int t = 0; t < KW; ++t)
-                    key[t] = min(j0 + t, S - 1);
+                    key[t] = imin(j0 + t, S - 1);
                 for (int d = 0; d < HD; ++d) {
                     const __global float *kd = kp + d * k_row;
                     float kv[KW] __attribute__((aligned(64)));
@@ -218,7 +219,7 @@ void attention_blocks(__global const float *q, __global const int *q_base, const
             m[r] = m_new;
         }
         // 3. out = out * correction + P V, VV dims of every row at a time, keys up to S only
-        const int keys = min(TK, S - s0);
+        const int keys = imin(TK, S - s0);
         for (int dc = 0; dc < OV; ++dc) {
             floatV acc[ROWS];
             #pragma unroll

@@ -7,6 +7,8 @@
 // edge (that count is used when count_include_pad != 0), then at the real input (the count
 // otherwise); divisor_override > 0 replaces both.
 
+#include "index_math.h"   // imin(), imax(): PoCL's min() and max() of ints are calls
+
 __kernel void avgpool(__global const float *x, __global float *y, const int n,
                       const int D, const int H, const int W,
                       const int OD, const int OH, const int OW,
@@ -24,14 +26,14 @@ __kernel void avgpool(__global const float *x, __global float *y, const int n,
     const int plane = i / (OW * OH * OD);
 
     int z0 = oz * sd - pd, y0 = oy * sh - ph, x0 = ox * sw - pw;
-    int z1 = min(z0 + kd, D + pd), y1 = min(y0 + kh, H + ph), x1 = min(x0 + kw, W + pw);
+    int z1 = imin(z0 + kd, D + pd), y1 = imin(y0 + kh, H + ph), x1 = imin(x0 + kw, W + pw);
     const int padded_taps = (z1 - z0) * (y1 - y0) * (x1 - x0);
-    z0 = max(z0, 0);
-    y0 = max(y0, 0);
-    x0 = max(x0, 0);
-    z1 = min(z1, D);
-    y1 = min(y1, H);
-    x1 = min(x1, W);
+    z0 = imax(z0, 0);
+    y0 = imax(y0, 0);
+    x0 = imax(x0, 0);
+    z1 = imin(z1, D);
+    y1 = imin(y1, H);
+    x1 = imin(x1, W);
 
     __global const float *src = x + (long)plane * D * H * W;
     float sum = 0.0f;

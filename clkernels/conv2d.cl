@@ -21,6 +21,7 @@
 // kernel row i reads padded row oy*SH + i*DH, which is always inside the table.
 
 #include "gemm.h"
+#include "index_math.h"   // imin(), imax(): PoCL's min() and max() of ints are calls
 
 // The arguments of im2col and im2col_packed, in this order (conv_im2col_gemm.py binds them).
 #define IM2COL_ARGS                                                                           \
@@ -45,7 +46,7 @@ __kernel void im2col(IM2COL_ARGS)
     const int a = r / (KH * KW), i = (r / KW) % KH, j = r % KW;
     const int iz = src_z[oz * SD + a * DD];
     const int iy = src_y[oy * SH + i * DH];
-    __global const float *row = x + ((nc * D + max(iz, 0)) * H + max(iy, 0)) * W;
+    __global const float *row = x + ((nc * D + imax(iz, 0)) * H + imax(iy, 0)) * W;
     const bool inside = iz >= 0 && iy >= 0;
     __global float *out = cols + (t * OD * OH + ozy) * OW;
     for (int ox = 0; ox < OW; ++ox) {
@@ -76,13 +77,13 @@ __kernel void im2col_packed(IM2COL_ARGS, const int KZ)
     const int z = t / KZ, k = t % KZ, strips = (P + BLOCK_N - 1) / BLOCK_N;
     const int iz = src_z[oz * SD + a * DD];
     const int iy = src_y[oy * SH + i * DH];
-    __global const float *row = x + ((nc * D + max(iz, 0)) * H + max(iy, 0)) * W;
+    __global const float *row = x + ((nc * D + imax(iz, 0)) * H + imax(iy, 0)) * W;
     const bool inside = iz >= 0 && iy >= 0;
     __global float *out = cols + (z * strips * KZ + k) * BLOCK_N;   // strip 0, row k
     const int strip_step = KZ * BLOCK_N;
     // The output row's pixels p = ozy*OW + ox, one strip's run at a time
     for (int ox = 0, p = ozy * OW; ox < OW;) {
-        const int lane = p % BLOCK_N, count = min(BLOCK_N - lane, OW - ox);
+        const int lane = p % BLOCK_N, count = imin(BLOCK_N - lane, OW - ox);
         __global float *dst = out + p / BLOCK_N * strip_step + lane;
         __global const int *tx = src_x + ox * SW + j * DW;
         for (int l = 0; l < count; ++l) {

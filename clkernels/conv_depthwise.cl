@@ -20,6 +20,7 @@
 // the output read no further checks. Global size (ceil(OW / BW), ceil(OH / BH), N * COUT * OD).
 
 #include "epilogue.h"
+#include "index_math.h"   // imax(): PoCL's max() of ints is a call
 
 #define SEG_W ((BW - 1) * SW + (KW - 1) * DW + 1)   // input columns a block row reads
 #define ROWS ((BH - 1) * SH + (KH - 1) * DH + 1)    // input rows a block reads
@@ -111,7 +112,7 @@ __kernel void depthwise_block(__global const float *x, __global const float *w,
             } else {                             // the edges: one table lookup per value
 #pragma unroll
                 for (int q = 0; q < SEG_W; ++q)
-                    seg[q] = sx[q] >= 0 ? line[max(sx[q], 0)] : 0.0f;
+                    seg[q] = sx[q] >= 0 ? line[imax(sx[q], 0)] : 0.0f;
             }
             // output row r of the block uses this input row with kernel row i when
             // r*SH + i*DH == row: all constants once unrolled, the test folds away

@@ -37,6 +37,7 @@
 // are constants and the pixel loops unroll.
 
 #include "epilogue.h"
+#include "index_math.h"   // imin(), iclamp(): PoCL's min() and clamp() of ints are calls
 
 #define LANES (16 * NV)
 
@@ -56,7 +57,7 @@ inline float16 epilogue_channels(float16 v, __global const float *residual, cons
 #if EPI_RESIDUAL
     lanes16_t r;
     for (int l = 0; l < 16; ++l)
-        r.s[l] = residual[index + min(l, valid - 1) * plane];
+        r.s[l] = residual[index + imin(l, valid - 1) * plane];
     v += r.v;
 #endif
     return EPI_POST(v);
@@ -68,7 +69,7 @@ inline float16 channel_bias(__global const float *bias, const int has_bias, cons
 {
     lanes16_t b;
     for (int l = 0; l < 16; ++l)
-        b.s[l] = has_bias && valid > 0 ? bias[first + min(l, valid - 1)] : 0.0f;
+        b.s[l] = has_bias && valid > 0 ? bias[first + imin(l, valid - 1)] : 0.0f;
     return b.v;
 }
 
@@ -80,8 +81,8 @@ inline void store_channels(__global float *y, const float16 sum, __global const 
     if (valid <= 0)
         return;
     lanes16_t out;
-    out.v = epilogue_channels(sum, residual, index, plane, min(valid, 16));
-    for (int l = 0; l < min(valid, 16); ++l)
+    out.v = epilogue_channels(sum, residual, index, plane, imin(valid, 16));
+    for (int l = 0; l < imin(valid, 16); ++l)
         y[index + l * plane] = out.s[l];
 }
 
@@ -213,7 +214,7 @@ __kernel void conv_direct(__global const float *xp, __global const float16 *wp,
         return;
     const int oy = id / RUNS, ox0 = id % RUNS * PIX;
     const int img = zg / GROUPS, g = zg % GROUPS;
-    const int count = min(PIX, OW - ox0);      // a short last run computes PIX, stores count
+    const int count = imin(PIX, OW - ox0);      // a short last run computes PIX, stores count
     __global const float *corner = xp + ((img * C + g * (C / GROUPS)) * HP + oy * SH) * WP
                                    + ox0 * SW;
     __global const float16 *wk = wp + (g * BLOCKS + block) * K * NV;
@@ -250,7 +251,7 @@ __kernel void direct_pad(__global const float *x, __global float *xp, const int 
     }
     // three plain loops (zeros, the row, zeros) rather than a test per value: a straight copy
     // in the middle, which the compiler turns into vector moves
-    const int left = min(PAD_W, WP), copied = clamp(WP - PAD_W, 0, W);
+    const int left = imin(PAD_W, WP), copied = iclamp(WP - PAD_W, 0, W);
     __global const float *row = x + (nc * H + iy) * W;
     for (int c = 0; c < left; ++c)
         out[c] = 0.0f;

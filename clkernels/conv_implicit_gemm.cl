@@ -41,6 +41,7 @@
 // Without SPLIT_K the store adds the bias and calls kuiper_epilogue (epilogue.h).
 
 #include "epilogue.h"
+#include "index_math.h"   // imin(): PoCL's min() of ints is a call
 
 #ifndef SPLIT_K
 #define SPLIT_K 0
@@ -91,7 +92,7 @@ void implicit_gemm_tiled(IMPLICIT_GEMM_ARGS)
     const int tid = tm * LOCAL_N + tn;
     const int n0 = get_group_id(0) * TILE_N, m0 = get_group_id(1) * TILE_M;
     const int g = get_group_id(2) % GROUPS, slice = get_group_id(2) / GROUPS;
-    const int k_begin = slice * K_SLICE, k_end = min(K, k_begin + K_SLICE);
+    const int k_begin = slice * K_SLICE, k_end = imin(K, k_begin + K_SLICE);
     const int P = OD * OH * OW, DHW = D * H * W;
     w += g * M * K;
 
@@ -100,7 +101,7 @@ void implicit_gemm_tiled(IMPLICIT_GEMM_ARGS)
     const int bn = tid % TILE_N;
     const int col = n0 + bn;
     const bool col_valid = col < COLS;
-    const int img = min(col, COLS - 1) / P, p = min(col, COLS - 1) % P;
+    const int img = imin(col, COLS - 1) / P, p = imin(col, COLS - 1) % P;
     const int pz = p / (OH * OW) * SD, py = (p / OW) % OH * SH, px = p % OW * SW;
     __global const float *xg = x + (img * C + g * (C / GROUPS)) * DHW;
 
@@ -230,10 +231,10 @@ __kernel void implicit_gemm_blocked(IMPLICIT_GEMM_ARGS)
     const int g = get_global_id(2) % GROUPS, slice = get_global_id(2) / GROUPS;
     if (run >= COLS / (FLAT_RUNS ? P : OW) * RUNS || m0 >= M)
         return;
-    const int k_begin = slice * K_SLICE, k_end = min(K, k_begin + K_SLICE);
+    const int k_begin = slice * K_SLICE, k_end = imin(K, k_begin + K_SLICE);
 #if FLAT_RUNS
     const int img = run / RUNS, p0 = run % RUNS * VEC_N;
-    const int count = min(VEC_N, P - p0);
+    const int count = imin(VEC_N, P - p0);
     // each lane's padded coordinates (a short run repeats its last pixel)
     const intv p = min(p0 + LANE_INDEX, (intv)(P - 1));
     const intv lz = p / (OH * OW) * SD - PAD_D, ly = p / OW % OH * SH - PAD_H,
@@ -242,7 +243,7 @@ __kernel void implicit_gemm_blocked(IMPLICIT_GEMM_ARGS)
     const int row = run / RUNS, ox0 = run % RUNS * VEC_N;    // row = (img*OD + oz)*OH + oy
     const int img = row / (OD * OH), ozy = row % (OD * OH), p0 = ozy * OW + ox0;
     const int pz = ozy / OH * SD, py = ozy % OH * SH, px0 = ox0 * SW;
-    const int count = min(VEC_N, OW - ox0);
+    const int count = imin(VEC_N, OW - ox0);
     // padded-column offsets of the run's pixels (a short run repeats its last pixel)
     const intv lane_step = min(LANE_INDEX, (intv)(count - 1)) * SW;
 #endif
@@ -253,7 +254,7 @@ __kernel void implicit_gemm_blocked(IMPLICIT_GEMM_ARGS)
     floatv acc[BLOCK_M];
 #pragma unroll
     for (int i = 0; i < BLOCK_M; ++i) {
-        wrow[i] = w + (g * M + min(m0 + i, M - 1)) * K;
+        wrow[i] = w + (g * M + imin(m0 + i, M - 1)) * K;
         acc[i] = (floatv)(0.0f);
     }
 

@@ -35,6 +35,8 @@
 #ifndef KUIPER_GEMM_BLOCKED_H
 #define KUIPER_GEMM_BLOCKED_H
 
+#include "index_math.h"   // imin(): PoCL's min() of ints is a call (index_math.h says why)
+
 #ifndef BLOCK_N
 #define BLOCK_N 8
 #endif
@@ -118,13 +120,12 @@
 #else
 #define FMA_A(i, value) c##i += (floatB)(value) * bv
 #endif
-#define FMA_ROW(i) FMA_A(i, A_AT(r##i, k));
+#define FMA_ROW(i) FMA_A(i, A_FROM(a##i, k));
 #if HALF_A && MR == 8
-#define A_BITS(r, k) ((__global const ushort *)A)[A_INDEX(r, k)]
 #define FMA_ROWS {                                                                          \
-    const float8 av = kuiper_half_to_float8((ushort8)(A_BITS(r0, k), A_BITS(r1, k),           \
-        A_BITS(r2, k), A_BITS(r3, k), A_BITS(r4, k), A_BITS(r5, k), A_BITS(r6, k),             \
-        A_BITS(r7, k)));                                                                       \
+    const float8 av = kuiper_half_to_float8((ushort8)(A_BITS(a0, k), A_BITS(a1, k),           \
+        A_BITS(a2, k), A_BITS(a3, k), A_BITS(a4, k), A_BITS(a5, k), A_BITS(a6, k),             \
+        A_BITS(a7, k)));                                                                       \
     FMA_A(0, av.s0); FMA_A(1, av.s1); FMA_A(2, av.s2); FMA_A(3, av.s3);                        \
     FMA_A(4, av.s4); FMA_A(5, av.s5); FMA_A(6, av.s6); FMA_A(7, av.s7); }
 #else
@@ -140,7 +141,7 @@ inline void store_row(__global float *row, const int n, const int N, const float
                       const float row_bias, __global const float *bias, const int bias_mode,
                       __global const float *residual, const int index)
 {
-    const int count = min(VW, N - n);
+    const int count = imin(VW, N - n);
     if (count == VW) {    // a whole vector: the epilogue runs on it (activation.h says why)
         floatB b = (floatB)(row_bias);
         if (bias_mode == 2) {  // a linear layer's bias, one per column
@@ -173,8 +174,23 @@ inline void store_row(__global float *row, const int n, const int N, const float
 #else
 #define STORE_ROW(i) if (active && m0 + i < M) STORE_PIECE(i, c##i, 0);
 #endif
-// A row's index, clamped into A, and its accumulators.
-#define ROW_INDEX(i) const int r##i = min(m0 + i, M - 1);
+// A row of A (clamped into A): a pointer to its first value, and its accumulators. Value k of
+// the row is A_FROM(a_i, k). (Pointers made before the loop, not `A_AT(row, k)` in it: with the
+// row indices known to the compiler, LLVM 14 computed the six A_INDEX(row, k) of a 6x16 block
+// in one vector register per step of k and spilled an accumulator to make room for it, 1.7x
+// slower on ViT-S's linear layers.)
+#if TRANS_A
+#define A_K_STEP M          // A stored K x M: a row's values lie M apart
+#else
+#define A_K_STEP 1
+#endif
+#define ROW_INDEX(i) __global const A_ELEM *a##i = A + A_INDEX(imin(m0 + i, M - 1), 0);
+#define A_BITS(p, k) ((__global const ushort *)(p))[(k) * A_K_STEP]
+#if HALF_A
+#define A_FROM(p, k) kuiper_half_to_float(A_BITS(p, k))
+#else
+#define A_FROM(p, k) (p)[(k) * A_K_STEP]
+#endif
 #if NV == 2
 #define ROW_ACC(i) floatB c##i = 0.0f, d##i = 0.0f;
 #else
@@ -194,8 +210,8 @@ __kernel void gemm_blocked(GEMM_ARGS)
     // Work-items past the edge compute a clamped copy and store nothing: with K blocking they
     // must still reach every barrier of their group.
     const bool active = n_wanted < N && m_wanted < M;
-    const int n = min(n_wanted, (N - 1) / BLOCK_N * BLOCK_N);
-    const int m0 = min(m_wanted, (M - 1) / MR * MR);
+    const int n = imin(n_wanted, (N - 1) / BLOCK_N * BLOCK_N);
+    const int m0 = imin(m_wanted, (M - 1) / MR * MR);
     const int g = z % groups;
     A += g * a_group_stride;
     B += z * b_batch_stride;
@@ -204,45 +220,50 @@ __kernel void gemm_blocked(GEMM_ARGS)
     FOR_ROWS(ROW_INDEX)
     int q[BLOCK_N];
     for (int j = 0; j < BLOCK_N; ++j)
-        q[j] = min(n + j, N - 1);
+        q[j] = imin(n + j, N - 1);
     FOR_ROWS(ROW_ACC)
+    // B's rows [0, k_vector) are read one vector per row, the rest gathered value by value
 #if PACKED_B
-    const bool full = true;         // B packed in strips of BLOCK_N columns, padded
+    const int k_vector = K;         // B packed in strips of BLOCK_N columns, padded
     B += n * K;                     // this work-item's strip (n / BLOCK_N): K rows of BLOCK_N
 #elif TRANS_B
-    const bool full = false;        // B stored transposed: always gather
+    const int k_vector = 0;         // B stored transposed: always gather
 #else
-    const bool full = n + BLOCK_N <= N;   // the common case: one vector load per row of B
+    // The common case, a whole block of columns: every row. The last, partial block (a 7 x 7 or
+    // 14 x 14 image: N = 49 or 196, a quarter or a thirteenth of the work-items) loads whole
+    // vectors too, as long as the vector ends inside B: its extra lanes read the next row's
+    // first values, whose results are never stored. Gathered, one load per value, those
+    // work-items took several times as long as the others. Row k's vector ends at
+    // k * N + n + BLOCK_N <= K * N for k <= K - ceil((n + BLOCK_N) / N).
+    const int k_vector = n + BLOCK_N <= N ? K : K + 1 - (n + BLOCK_N + N - 1) / N;
 #endif
 #if BLOCK_K > 0
     for (int kc = 0; kc < K; kc += BLOCK_K) {
-        const int k_end = min(kc + BLOCK_K, K);
+        const int k_end = imin(kc + BLOCK_K, K);
 #else
     {
         const int kc = 0, k_end = K;
 #endif
-        if (full) {
-            for (int k = kc; k < k_end; ++k) {
+        const int k_split = imin(imax(k_vector, kc), k_end);
+        for (int k = kc; k < k_split; ++k) {   // a vector load per row of B
 #if PACKED_B
-                __global const B_ELEM *b = B + k * BLOCK_N;
+            __global const B_ELEM *b = B + k * BLOCK_N;
 #else
-                __global const B_ELEM *b = B + k * N + n;
+            __global const B_ELEM *b = B + k * N + n;
 #endif
-                const floatB bv = B_ROW(b);
+            const floatB bv = B_ROW(b);
 #if NV == 2
-                __global const B_ELEM *b2 = b + VW;
-                const floatB bw = B_ROW(b2);
+            __global const B_ELEM *b2 = b + VW;
+            const floatB bw = B_ROW(b2);
 #endif
-                FMA_ROWS
-            }
-        } else {    // last column block, or B stored transposed: gather the values
-            for (int k = kc; k < k_end; ++k) {
-                const floatB bv = B_GATHER(k, 0);
+            FMA_ROWS
+        }
+        for (int k = k_split; k < k_end; ++k) {   // B transposed, or a partial block's last rows
+            const floatB bv = B_GATHER(k, 0);
 #if NV == 2
-                const floatB bw = B_GATHER(k, VW);
+            const floatB bw = B_GATHER(k, VW);
 #endif
-                FMA_ROWS
-            }
+            FMA_ROWS
         }
 #if BLOCK_K > 0
         barrier(CLK_LOCAL_MEM_FENCE);   // the group walks K together (see 2. above)

@@ -9,6 +9,8 @@
 // Built with -DWITH_INDICES to also write where each maximum came from, as a flat position in
 // its plane: (z * H + y) * W + x, PyTorch's convention.
 
+#include "index_math.h"   // imin(), imax(): PoCL's min() and max() of ints are calls
+
 // The taps t = 0..k-1 of one window axis that land inside the input, 0 <= start + t*d < size,
 // as the range [*lo, *hi). Computing it once per axis, instead of testing every tap, leaves the
 // inner loop with no branch but the comparison: 2.3x faster on PoCL (ResNet-18's 3x3/2 pool,
@@ -18,9 +20,9 @@ inline void taps_inside(const int start, const int k, const int d, const int siz
 {
     const int first = start < 0 ? (-start + d - 1) / d : 0;
     const int room = size - 1 - start;  // the largest offset t*d still inside
-    const int end = room < 0 ? 0 : min(k, room / d + 1);
+    const int end = room < 0 ? 0 : imin(k, room / d + 1);
     *lo = first;
-    *hi = max(end, first);
+    *hi = imax(end, first);
 }
 
 inline void max_over_window(const int i, __global const float *x, __global float *y,
@@ -182,7 +184,7 @@ __kernel void maxpool_runs(__global const float *x, __global float *y, const int
     }
     // The scalar walk, with the row's taps found once for the run. (Calling max_over_window
     // per output instead made ResNet-18's pool 0.39 -> 0.50 ms on PoCL.)
-    for (int ox = ox0; ox < min(ox0 + RUN, OW); ++ox) {
+    for (int ox = ox0; ox < imin(ox0 + RUN, OW); ++ox) {
         const int xs = ox * SW - pw;
         int x_lo, x_hi;
         taps_inside(xs, KW, DW, W, &x_lo, &x_hi);

@@ -29,7 +29,7 @@ from kuiper.layers.opencl_conv.algorithms import (
 from kuiper.layers.opencl_conv.launch import buffer_of, prefetch_options
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.opencl.device.roofline import device_rates, roofline
-from kuiper.opencl.device.vector_width import wide_vectors
+from kuiper.opencl.device.vector_width import narrow_registers, wide_vectors
 
 KERNEL_FILE = "conv_direct"
 VECTOR = 16                    # channels per float16
@@ -41,8 +41,16 @@ VECTOR = 16                    # channels per float16
 # weights prefetched and whole blocks stored at once, the longer runs load the weights less
 # often per multiply-add, and 8 x 2 was the fastest or within 10% of it on 31 of the 40
 # layers of ResNet-18 and YOLOv5s; on 20-pixel rows (3 runs of 7) 10 x 2 was 1.35-1.8x faster.
+# With 8-float SIMD registers (AVX2 has 16 of them) a float16 of channels takes two, and 8 x 2
+# keeps 32 accumulators: they spill. There the default is one vector of 16 channels and runs
+# of up to NARROW_PIX pixels (12 registers, gemm_blocked.h's 6x16 block). PoCL 3.0 on a 2-core
+# AMD EPYC (Zen 3, AVX2), one convolution pinned, interleaved medians of 20 runs: ResNet-18's
+# 7x7 stride-2 stem 5.2 ms (8 x 2) -> 3.2 (6 x 1), 3.1 (4 x 1); its 64 -> 128 stride-2 3x3 2.2
+# -> 1.8; 256 channels at 14 x 14 3.8 -> 2.9 (runs of 5 x 1).
 PARAMETER_SETS = [{"pix": 8, "nv": 2}, {"pix": 10, "nv": 2}, {"pix": 4, "nv": 2},
-                  {"pix": 8, "nv": 1}, {"pix": 16, "nv": 1}, {"pix": 12, "nv": 2}]
+                  {"pix": 8, "nv": 1}, {"pix": 16, "nv": 1}, {"pix": 12, "nv": 2},
+                  {"pix": 6, "nv": 1}, {"pix": 4, "nv": 1}]
+NARROW_PIX = 6
 MAX_PIX = 16                   # the kernel's longest run (its PIX_16 list)
 # The cost model's efficiency (conv_cost.py's CPU peak counts one FMA unit: the blocked GEMM's
 # 8x32 sets are at 1.15). Fitted to `kuiper tune` times under PoCL (2 cores) on ResNet-18's and
@@ -101,12 +109,17 @@ def row_fitted(pix: int, width: int) -> int:
     return -(-width // -(-width // pix))
 
 
-def default_set(width: int) -> dict:
-    """8 x 2 fitted to rows of `width` pixels, or 10 x 2 where that wastes fewer pixels."""
+def default_set(width: int, narrow: bool = False) -> dict:
+    """8 x 2 fitted to rows of `width` pixels, or 10 x 2 where that wastes fewer pixels;
+    `narrow` (8-float registers, vector_width.narrow_registers): NARROW_PIX x 1 fitted."""
+    if narrow:
+        return {"pix": row_fitted(NARROW_PIX, width), "nv": 1}
+
     def waste(pix: int) -> int:
         return covered_width(row_fitted(pix, width), width) - width
     pix = 10 if waste(10) < waste(8) else 8
     return {"pix": row_fitted(pix, width), "nv": 2}
+
 
 
 def runs_per_row(problem: ConvProblem, params: dict) -> int:
@@ -199,7 +212,7 @@ class Direct(ConvAlgorithm):
         # a GPU gets the default only: the kernel is not made for it, and `kuiper tune` would
         # spend its time on six more slow variants per layer
         width = problem.out[2]
-        sets = [default_set(width)]
+        sets = [default_set(width, narrow_registers(device))]
         if device_rates(device).is_cpu:
             sets += [{"pix": row_fitted(p["pix"], width), "nv": p["nv"]} for p in PARAMETER_SETS]
         return [p for i, p in enumerate(sets) if p not in sets[:i]]

@@ -65,11 +65,26 @@ from kuiper.layers.opencl_gemm.launch import weight_gemm_launch
 from kuiper.layers.opencl_gemm.parameter_sets import GPU_PARAMETER_SETS, fits
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.opencl.device.roofline import device_rates, roofline
-from kuiper.opencl.device.vector_width import wide_vectors
+from kuiper.opencl.device.vector_width import narrow_registers, wide_vectors
 
 KERNEL_FILE = "conv_winograd"
 BM_CHOICES = (4, 8, 16, 32)   # output channels per GEMM work-item (32: two float16)
 BN_CHOICES = (2, 4, 8)     # tiles per GEMM work-item
+# On a CPU with 8-float registers (AVX2, vector_width.narrow_registers) the first choice is 16
+# channels x 4 tiles (8 registers of accumulators) rather than 32 x 8 (32: they spill). PoCL 3.0
+# on a 2-core AMD EPYC (Zen 3), F(4x4), one convolution pinned, interleaved medians of 20 runs:
+# ResNet-18's 64 channels at 56 x 56 3.16 ms -> 2.22, 128 at 28 x 28 3.21 -> 2.02, 256 at
+# 14 x 14 2.96 -> 2.21.
+NARROW_BLOCK = {"bm": 16, "bn": 4}
+# The transforms' arithmetic on a CPU, as a fraction of the FMA peak (`cost`): with few
+# channels the transforms outweigh the products. PoCL on the 2-core AMD EPYC, one convolution
+# pinned: YOLOv5s's first 3x3 convolution (12 -> 32 channels at 160 x 160) took 6.8 ms as
+# F(4x4) and 3.3 ms as `direct` (estimated 2.0 and 2.3 without this term), its 32-channel one
+# at 80 x 80 2.4 and 1.9; with the term both go to `direct`, and Winograd stays first where it
+# was measured faster: ResNet-18's 64-256 channel layers, YOLOv5s's 256 channels at 10 x 10
+# (F(2x2) 1.33 ms, `direct` 1.52). Only there: on the AVX-512 machine direct's STRIDE_1_FACTOR
+# was fitted against Winograd's estimate without this term (layers/opencl_conv/direct.py).
+TRANSFORM_EFFICIENCY = 0.5
 TRANSFORM_LOCAL = (64,)   # transforms: work-groups of 64 (PoCL pays ~1 us per work-group)
 POINTS = {4: (0, 1, -1, 2, -2), 2: (0, 1, -1)}   # finite interpolation points of F(m, 3)
 # GPUs: the register-block sets `kuiper tune` also times beside the tiled GEMM's (the driver
@@ -185,6 +200,12 @@ class Winograd(ConvAlgorithm):
         if not device_rates(device).is_cpu:   # the tiled GEMM's own estimate (cost_model.py)
             gemm = self._gemm_sets(problem, device)[0]
             return transforms + gemm_seconds(device, gemm, *self._gemm_shape(problem, tiles))
+        # ... and on a CPU with 8-float registers the transforms' own arithmetic: every value
+        # of a tile goes through a 1-D transform of its row and one of its column, about
+        # 2 * alpha flops each, for every input and every output channel (TRANSFORM_EFFICIENCY)
+        if narrow_registers(device):
+            transform_flops = 2.0 * 2 * (self.tile + 2) * alpha2 * tiles * (c + cout)
+            transforms += roofline(device, transform_flops, 0.0, 0, TRANSFORM_EFFICIENCY)
         # alpha^2 multiplies per tile and channel pair: 4x fewer than direct for F4, 2.25x for
         # F2 (less where the last tiles stick out of the output)
         gemm_flops = 2.0 * alpha2 * tiles * c * cout
@@ -217,6 +238,9 @@ class Winograd(ConvAlgorithm):
         # them costs little, and lets neighbouring work-items share the U vector they load
         # (lists, not tuples: the tuning cache stores them as JSON and compares them again)
         first = {"bm": bm, "bn": 8 if tiles >= 8 else 4, "local": [1, 4, 1]}
+        if narrow_registers(device):
+            first = {"bm": min(bm, NARROW_BLOCK["bm"]), "bn": min(first["bn"], NARROW_BLOCK["bn"]),
+                     "local": [1, 4, 1]}
         others = [{"bm": m, "bn": n, "local": local} for m in choices for n in BN_CHOICES
                   for local in ([1, 4, 1], [4, 1, 1], None)]
         return [first] + [p for p in others if p != first]

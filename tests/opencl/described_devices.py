@@ -19,11 +19,12 @@ def fake_h100():
                            preferred_vector_width_float=1)
 
 
-def fake_two_core_cpu():
-    """The development machine under PoCL: 2 cores with AVX-512."""
+def fake_two_core_cpu(lanes: int = 16):
+    """The development machine under PoCL: 2 cores with AVX-512 (`lanes=8`: with AVX2, as
+    PoCL describes an AMD EPYC Zen 3)."""
     import pyopencl as cl
 
     return SimpleNamespace(type=cl.device_type.CPU, vendor="The pocl project",
                            max_compute_units=2, max_clock_frequency=2500,
                            max_work_group_size=4096, local_mem_size=4 << 20,
-                           preferred_vector_width_float=16)
+                           preferred_vector_width_float=lanes)

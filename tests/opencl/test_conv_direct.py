@@ -97,6 +97,21 @@ def test_the_default_run_is_8_or_10_pixels_whichever_wastes_less(width, pix):
     assert default_set(width) == {"pix": pix, "nv": 2}
 
 
+@pytest.mark.parametrize("width,pix", [(7, 4), (14, 5), (20, 5), (28, 6), (56, 6), (112, 6),
+                                       (3, 3)])
+def test_the_default_on_8_float_simd_is_one_vector_by_at_most_6_pixels(width, pix):
+    """With AVX2's 16 registers of 8 floats, 8 x 2 blocks (32 registers of accumulators)
+    spill: the default there is 16 channels by runs of up to 6 pixels fitted to the rows, for
+    the cost model and for the selector's first set."""
+    from tests.opencl.described_devices import fake_two_core_cpu
+
+    assert default_set(width, narrow=True) == {"pix": pix, "nv": 1}
+    problem = make_problem((1, 8, 9, width), (16, 8, 3, 3), padding=1)
+    avx2, avx512 = fake_two_core_cpu(lanes=8), fake_two_core_cpu(lanes=16)
+    assert ALGORITHMS[NAME].parameter_sets(problem, avx2)[0] == {"pix": pix, "nv": 1}
+    assert ALGORITHMS[NAME].parameter_sets(problem, avx512)[0] == default_set(width)
+
+
 @pytest.mark.parametrize("rows,runs,others,units,limit", [
     (7, 1, 16, 2, GROUP_ITEMS),        # ResNet-18's stage 4: a group per block, all 7 rows
     (14, 2, 8, 2, GROUP_ITEMS),        # stage 3
@@ -228,6 +243,24 @@ def test_the_cost_model_picks_direct_where_it_was_measured_fastest(x_shape, w_sh
     problem = make_problem(x_shape, w_shape, stride=stride, padding=padding)
     assert conv_select.by_cost(problem, fake_two_core_cpu())[0][1].name == expected
     assert conv_select.by_cost(problem, fake_h100())[0][1].name != NAME
+
+
+@pytest.mark.parametrize("x_shape,w_shape,expected", [
+    ((1, 12, 160, 160), (32, 12, 3, 3), "direct"),          # YOLOv5s's first 3x3: 12 channels
+    ((1, 32, 80, 80), (32, 32, 3, 3), "direct"),
+    ((1, 64, 56, 56), (64, 64, 3, 3), "winograd_f4x4"),     # ResNet-18's stage 1
+    ((1, 256, 14, 14), (256, 256, 3, 3), "winograd_f4x4"),  # stage 3
+    ((1, 256, 10, 10), (256, 256, 3, 3), "winograd_f2x2"),  # YOLOv5s's 256 channels
+])
+def test_on_8_float_registers_winograd_pays_its_transforms(x_shape, w_shape, expected):
+    """On the described 2-core AVX2 CPU the cost model counts Winograd's transform arithmetic
+    (winograd.py's TRANSFORM_EFFICIENCY): with few channels it outweighs the saved products
+    and `direct` goes first, as measured under PoCL on the AMD EPYC; with many, Winograd."""
+    from kuiper.layers.opencl_conv import selector as conv_select
+    from tests.opencl.described_devices import fake_two_core_cpu
+
+    problem = make_problem(x_shape, w_shape, padding=1)
+    assert conv_select.by_cost(problem, fake_two_core_cpu(lanes=8))[0][1].name == expected
 
 
 def test_the_cost_model_never_picks_direct_on_a_gpu():

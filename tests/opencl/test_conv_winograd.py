@@ -301,3 +301,21 @@ def test_winograd_gpu_parameter_sets_put_the_tiled_products_first():
     assert "gemm" in sets[0] and sets[0]["gemm"]["kernel"] == "gemm_tiled"
     assert any("bm" in p for p in sets)
     assert json.loads(json.dumps(sets)) == sets
+
+
+@pytest.mark.parametrize("name", ["winograd_f4x4", "winograd_f2x2"])
+def test_winograd_first_block_on_8_float_registers_is_16_channels_by_4_tiles(name):
+    """With AVX2's 16 registers of 8 floats, 32 channels x 8 tiles (32 registers of
+    accumulators) spill: the first set there is 16 x 4; AVX-512 keeps 32 x 8 (and a layer with
+    fewer channels or tiles than the block takes the smaller of the two), and the smaller block
+    is among the sets either way, so `kuiper tune` times both."""
+    from tests.opencl.described_devices import fake_two_core_cpu
+
+    big = make_problem((1, 64, 56, 56), (64, 64, 3, 3), padding=1)
+    avx2, avx512 = fake_two_core_cpu(lanes=8), fake_two_core_cpu(lanes=16)
+    assert ALGORITHMS[name].parameter_sets(big, avx2)[0] == {"bm": 16, "bn": 4, "local": [1, 4, 1]}
+    wide = ALGORITHMS[name].parameter_sets(big, avx512)
+    assert wide[0] == {"bm": 32, "bn": 8, "local": [1, 4, 1]}
+    assert {"bm": 16, "bn": 4, "local": [1, 4, 1]} in wide
+    few = make_problem((1, 8, 6, 6), (4, 8, 3, 3), padding=1)   # 4 channels: bm 4
+    assert ALGORITHMS[name].parameter_sets(few, avx2)[0]["bm"] == 4

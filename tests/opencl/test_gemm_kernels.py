@@ -118,6 +118,28 @@ def test_groups_batch_and_bias(runtime, rng, params):
 
 BLOCKED_SETS = [p for p in gemm.CPU_PARAMETER_SETS if p["kernel"] == "gemm_blocked"]
 
+# (M, N, K): N short of a whole block of columns (one short block: N < BLOCK_N; a 7 x 7 and a
+# 14 x 14 image; one past a block), K from a single row (every row of the short block gathered)
+# past the K blocks of 64 and 256
+PARTIAL_BLOCK_SHAPES = [(13, 5, 40), (7, 49, 3), (9, 196, 33), (6, 17, 300), (8, 1, 20),
+                        (13, 31, 1)]
+
+
+@pytest.mark.parametrize("params", BLOCKED_SETS, ids=label)
+def test_each_blocked_set_on_a_partial_last_block_of_columns(runtime, rng, params):
+    """gemm_blocked's last block of columns when N is no multiple of BLOCK_N: its rows of B are
+    loaded as whole vectors while the vector ends inside B (the lanes past N read the next row
+    and are thrown away) and gathered value by value after that. A batch of two, so the first
+    product's vectors run into the second's B; B stored as floats and as halves."""
+    fits_here(runtime, params)
+    for half_b in (False, True):
+        for m, n, k in PARTIAL_BLOCK_SHAPES:
+            c, a, b, bias = run_gemm(runtime, "conv2d", False, False, m, n, k, params, rng,
+                                     batch=2, bias_mode=gemm.BIAS_PER_ROW, half_b=half_b)
+            assert_close(c, expected_gemm(a, b, bias, False, False, 1, gemm.BIAS_PER_ROW),
+                         what=f"{gemm.describe_params(params)} M,N,K={m},{n},{k} "
+                              f"half B {half_b}")
+
 
 @pytest.mark.parametrize("params", BLOCKED_SETS, ids=label)
 def test_each_blocked_set_on_a_linear_layer_with_packed_weights(runtime, rng, params, tmp_path):

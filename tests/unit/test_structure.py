@@ -60,3 +60,23 @@ def test_every_kernel_file_is_used():
         assert used, f"{cl_file.name} is not used by any OpenCL layer"
     for header in KERNELS.glob("*.h"):
         assert f'#include "{header.name}"' in includes, f"{header.name} is never included"
+
+
+# The kernels CPU devices run, whose index arithmetic goes through index_math.h: PoCL 3.0
+# compiles OpenCL's min(), max() and clamp() of ints to a call that spills the vector registers
+# (clkernels/index_math.h has the measurement). conv_implicit_gemm.cl keeps min()/clamp() of
+# int *vectors* (`intv`): computed once per work-item, and index_math.h is for ints.
+CPU_KERNELS = ("gemm_blocked.h", "conv_direct.cl", "conv_depthwise.cl", "attention_blocks.cl",
+               "maxpool.cl", "avgpool.cl", "conv2d.cl", "conv_implicit_gemm.cl")
+
+
+def test_cpu_kernels_take_index_math_not_builtin_min_of_ints():
+    builtin = re.compile(r"(?<![\w.])(min|max|clamp)\(")
+    for name in CPU_KERNELS:
+        text = (KERNELS / name).read_text()
+        assert '#include "index_math.h"' in text, f"{name} should include index_math.h"
+        for number, line in enumerate(text.splitlines(), 1):
+            code = line.split("//")[0]
+            if builtin.search(code) and "intv" not in code:
+                raise AssertionError(f"{name}:{number}: {line.strip()!r} calls OpenCL's "
+                                     "min/max/clamp; use index_math.h's imin/imax/iclamp")

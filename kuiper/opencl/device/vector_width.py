@@ -118,6 +118,15 @@ def ask_early(device: Any) -> None:
                          name="kuiper-vector-width").start()
 
 
+def narrow_registers(device: Any) -> bool:
+    """Whether `device` is a CPU whose vector registers hold 8 floats (AVX2: sixteen of them,
+    half of AVX-512's 32), as its preferred float vector width says. Register blocks sized for
+    AVX-512, 32 floats by 8 (32 registers of accumulators there), spill on it: the direct
+    convolution and Winograd's products take smaller ones (layers/opencl_conv/)."""
+    return (device is not None and bool(int(device.type) & CL_DEVICE_TYPE_CPU)
+            and int(getattr(device, "preferred_vector_width_float", 16) or 16) <= 8)
+
+
 def width(device: Any) -> int:
     """The widest vector, in floats, the CPU kernels use on `device`: 16 or 8."""
     return 16 if wide_vectors(device) else 8
