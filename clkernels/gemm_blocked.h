@@ -40,6 +40,9 @@
 #ifndef BLOCK_N
 #define BLOCK_N 8
 #endif
+#ifndef KUIPER_CPU_DEVICE
+#define KUIPER_CPU_DEVICE 0 // 1 on CPU devices (the runtime's device options)
+#endif
 #ifndef BLOCK_K
 #define BLOCK_K 0           // 0: no K blocking, one pass over K (small K)
 #endif
@@ -197,6 +200,23 @@ inline void store_row(__global float *row, const int n, const int N, const float
 #define ROW_ACC(i) floatB c##i = 0.0f;
 #endif
 
+// One step of k: B's row piece as one vector load (two when NV = 2), or gathered value by value
+// (clamped columns), then the MR rows' multiply-adds.
+#if PACKED_B
+#define B_PIECE(k) (B + (k) * BLOCK_N)
+#else
+#define B_PIECE(k) (B + (k) * N + n)
+#endif
+#if NV == 2
+#define VECTOR_STEP(k) { \
+    const floatB bv = B_ROW(B_PIECE(k)); const floatB bw = B_ROW((B_PIECE(k) + VW)); FMA_ROWS }
+#define GATHER_STEP(k) { const floatB bv = B_GATHER(k, 0); const floatB bw = B_GATHER(k, VW); \
+    FMA_ROWS }
+#else
+#define VECTOR_STEP(k) { const floatB bv = B_ROW(B_PIECE(k)); FMA_ROWS }
+#define GATHER_STEP(k) { const floatB bv = B_GATHER(k, 0); FMA_ROWS }
+#endif
+
 // One work-item = an MR x BLOCK_N block of C. Global size (ceil(N/BLOCK_N), ceil(M/MR), Z)
 // rounded up to the work-group size, dims 0 and 1 swapped when M_FASTEST.
 __kernel void gemm_blocked(GEMM_ARGS)
@@ -228,7 +248,7 @@ __kernel void gemm_blocked(GEMM_ARGS)
     B += n * K;                     // this work-item's strip (n / BLOCK_N): K rows of BLOCK_N
 #elif TRANS_B
     const int k_vector = 0;         // B stored transposed: always gather
-#else
+#elif KUIPER_CPU_DEVICE
     // The common case, a whole block of columns: every row. The last, partial block (a 7 x 7 or
     // 14 x 14 image: N = 49 or 196, a quarter or a thirteenth of the work-items) loads whole
     // vectors too, as long as the vector ends inside B: its extra lanes read the next row's
@@ -236,6 +256,11 @@ __kernel void gemm_blocked(GEMM_ARGS)
     // work-items took several times as long as the others. Row k's vector ends at
     // k * N + n + BLOCK_N <= K * N for k <= K - ceil((n + BLOCK_N) / N).
     const int k_vector = n + BLOCK_N <= N ? K : K + 1 - (n + BLOCK_N + N - 1) / N;
+#else
+    // Other devices (tests force this CPU kernel on GPUs): the partial block gathers every row,
+    // in a loop of its own (NVIDIA's compiler summed wrongly when a vector loop and a gather
+    // loop followed each other, as it did with K blocking's chunks)
+    const int k_vector = n + BLOCK_N <= N ? K : 0;
 #endif
 #if BLOCK_K > 0
     for (int kc = 0; kc < K; kc += BLOCK_K) {
@@ -244,27 +269,21 @@ __kernel void gemm_blocked(GEMM_ARGS)
     {
         const int kc = 0, k_end = K;
 #endif
+#if KUIPER_CPU_DEVICE
         const int k_split = imin(imax(k_vector, kc), k_end);
-        for (int k = kc; k < k_split; ++k) {   // a vector load per row of B
-#if PACKED_B
-            __global const B_ELEM *b = B + k * BLOCK_N;
+        for (int k = kc; k < k_split; ++k)
+            VECTOR_STEP(k)
+        for (int k = k_split; k < k_end; ++k)   // B transposed, or a partial block's last rows
+            GATHER_STEP(k)
 #else
-            __global const B_ELEM *b = B + k * N + n;
-#endif
-            const floatB bv = B_ROW(b);
-#if NV == 2
-            __global const B_ELEM *b2 = b + VW;
-            const floatB bw = B_ROW(b2);
-#endif
-            FMA_ROWS
+        if (k_vector == K) {
+            for (int k = kc; k < k_end; ++k)
+                VECTOR_STEP(k)
+        } else {
+            for (int k = kc; k < k_end; ++k)
+                GATHER_STEP(k)
         }
-        for (int k = k_split; k < k_end; ++k) {   // B transposed, or a partial block's last rows
-            const floatB bv = B_GATHER(k, 0);
-#if NV == 2
-            const floatB bw = B_GATHER(k, VW);
 #endif
-            FMA_ROWS
-        }
 #if BLOCK_K > 0
         barrier(CLK_LOCAL_MEM_FENCE);   // the group walks K together (see 2. above)
 #endif

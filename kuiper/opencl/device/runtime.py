@@ -272,7 +272,9 @@ class OpenCLRuntime:
     @property
     def device_options(self) -> list[str]:
         """Build options every program gets on this device: KUIPER_NARROW_VECTORS where its
-        compiler cannot build float16 (epilogue.h then leaves out its 16-wide function), and
+        compiler cannot build float16 (epilogue.h then leaves out its 16-wide function),
+        KUIPER_CPU_DEVICE on CPU devices (gemm_blocked.h reads a partial block's B as vectors
+        there, which NVIDIA's compiler got wrong when tests forced that kernel on a GPU), and
         on PoCL's CPU devices -w (no warnings) unless KUIPER_KERNEL_WARNINGS=1: on a CPU
         without AVX-512, Clang notes at every helper taking a float16 that "AVX vector
         argument ... changes the ABI", a note about linking objects built with other flags,
@@ -282,6 +284,8 @@ class OpenCLRuntime:
         from kuiper.opencl.device.vector_width import wide_vectors
 
         options = [] if wide_vectors(self.device) else ["-DKUIPER_NARROW_VECTORS=1"]
+        if is_cpu(self.device):
+            options.append("-DKUIPER_CPU_DEVICE=1")
         if (compiles_to_native_cpu(self.device)
                 and os.environ.get("KUIPER_KERNEL_WARNINGS", "0") != "1"):
             options.append("-w")
