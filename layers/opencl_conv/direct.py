@@ -121,7 +121,6 @@ def default_set(width: int, narrow: bool = False) -> dict:
     return {"pix": row_fitted(pix, width), "nv": 2}
 
 
-
 def runs_per_row(problem: ConvProblem, params: dict) -> int:
     """Runs of `pix` pixels per output row (the last one may be short)."""
     return -(-problem.out[2] // int(params["pix"]))

@@ -76,14 +76,15 @@ BN_CHOICES = (2, 4, 8)     # tiles per GEMM work-item
 # ResNet-18's 64 channels at 56 x 56 3.16 ms -> 2.22, 128 at 28 x 28 3.21 -> 2.02, 256 at
 # 14 x 14 2.96 -> 2.21.
 NARROW_BLOCK = {"bm": 16, "bn": 4}
-# The transforms' arithmetic on a CPU, as a fraction of the FMA peak (`cost`): with few
-# channels the transforms outweigh the products. PoCL on the 2-core AMD EPYC, one convolution
-# pinned: YOLOv5s's first 3x3 convolution (12 -> 32 channels at 160 x 160) took 6.8 ms as
-# F(4x4) and 3.3 ms as `direct` (estimated 2.0 and 2.3 without this term), its 32-channel one
-# at 80 x 80 2.4 and 1.9; with the term both go to `direct`, and Winograd stays first where it
-# was measured faster: ResNet-18's 64-256 channel layers, YOLOv5s's 256 channels at 10 x 10
-# (F(2x2) 1.33 ms, `direct` 1.52). Only there: on the AVX-512 machine direct's STRIDE_1_FACTOR
-# was fitted against Winograd's estimate without this term (layers/opencl_conv/direct.py).
+# The transforms' arithmetic on a CPU with 8-float registers, as a fraction of the FMA peak
+# (`cost`): with few channels the transforms outweigh the products. PoCL on the 2-core AMD
+# EPYC, one convolution pinned: YOLOv5s's first 3x3 convolution (12 -> 32 channels at
+# 160 x 160) took 6.8 ms as F(4x4) and 3.3 ms as `direct` (estimated 2.0 and 2.3 without this
+# term), its 32-channel one at 80 x 80 2.4 and 1.9; with the term both go to `direct`, and
+# Winograd stays first where it was measured faster: ResNet-18's 64-256 channel layers,
+# YOLOv5s's 256 channels at 10 x 10 (F(2x2) 1.33 ms, `direct` 1.52). Not counted with AVX-512:
+# there direct's STRIDE_1_FACTOR was fitted against Winograd's estimate without this term
+# (layers/opencl_conv/direct.py).
 TRANSFORM_EFFICIENCY = 0.5
 TRANSFORM_LOCAL = (64,)   # transforms: work-groups of 64 (PoCL pays ~1 us per work-group)
 POINTS = {4: (0, 1, -1, 2, -2), 2: (0, 1, -1)}   # finite interpolation points of F(m, 3)

@@ -120,9 +120,9 @@ def ask_early(device: Any) -> None:
 
 def narrow_registers(device: Any) -> bool:
     """Whether `device` is a CPU whose vector registers hold 8 floats (AVX2: sixteen of them,
-    half of AVX-512's 32), as its preferred float vector width says. Register blocks sized for
-    AVX-512, 32 floats by 8 (32 registers of accumulators there), spill on it: the direct
-    convolution and Winograd's products take smaller ones (layers/opencl_conv/)."""
+    half of AVX-512's 32), as its preferred float vector width says. A block of results sized
+    for AVX-512, 32 floats by 8 (16 of its registers), needs 32 of these and spills: the direct
+    convolution and Winograd's products take smaller ones there (layers/opencl_conv/)."""
     return (device is not None and bool(int(device.type) & CL_DEVICE_TYPE_CPU)
             and int(getattr(device, "preferred_vector_width_float", 16) or 16) <= 8)
 
