@@ -75,7 +75,7 @@ BN_CHOICES = (2, 4, 8)     # tiles per GEMM work-item
 # on a 2-core AMD EPYC (Zen 3), F(4x4), one convolution pinned, interleaved medians of 20 runs:
 # ResNet-18's 64 channels at 56 x 56 3.16 ms -> 2.22, 128 at 28 x 28 3.21 -> 2.02, 256 at
 # 14 x 14 2.96 -> 2.21.
-NARROW_BLOCK = {"bm": 16, "bn": 4}
+NARROW_BM, NARROW_BN = 16, 4
 # The transforms' arithmetic on a CPU with 8-float registers, as a fraction of the FMA peak
 # (`cost`): with few channels the transforms outweigh the products. PoCL on the 2-core AMD
 # EPYC, one convolution pinned: YOLOv5s's first 3x3 convolution (12 -> 32 channels at
@@ -238,10 +238,10 @@ class Winograd(ConvAlgorithm):
         # PoCL runs a work-group as one task: (1, 4, 1) makes tasks big enough that scheduling
         # them costs little, and lets neighbouring work-items share the U vector they load
         # (lists, not tuples: the tuning cache stores them as JSON and compares them again)
-        first = {"bm": bm, "bn": 8 if tiles >= 8 else 4, "local": [1, 4, 1]}
+        bn = 8 if tiles >= 8 else 4
         if narrow_registers(device):
-            first = {"bm": min(bm, NARROW_BLOCK["bm"]), "bn": min(first["bn"], NARROW_BLOCK["bn"]),
-                     "local": [1, 4, 1]}
+            bm, bn = min(bm, NARROW_BM), min(bn, NARROW_BN)
+        first = {"bm": bm, "bn": bn, "local": [1, 4, 1]}
         others = [{"bm": m, "bn": n, "local": local} for m in choices for n in BN_CHOICES
                   for local in ([1, 4, 1], [4, 1, 1], None)]
         return [first] + [p for p in others if p != first]
