@@ -77,9 +77,27 @@
 //    swapped. (The barriers hold the whole work-group, a superset of the warp: every lane calls
 //    the same mma in the same order.)
 //
+// 6. ldmatrix (-DMMA_LDMATRIX=1, the GPU only). In words, point 2's fragments are pieces of 8
+//    rows x 4 words of the slab: rows g and g + 8, words t and t + 4. The PTX instruction
+//    `ldmatrix.sync.aligned.m8n8.x4` loads four such pieces for the whole warp at once (lanes 0-7
+//    give the addresses of the first piece's 8 rows, lanes 8-15 the second's, and so on), and
+//    hands each lane exactly the word the scalar load would: one instruction for a fragment of A
+//    (four scalar loads) or for two fragments of B (four). It reads the same words, so the
+//    emulation keeps the scalar loads. Each row it reads starts on 16 bytes: MMA_LDW is a
+//    multiple of 4 words and the buffers are aligned.
+// 7. The stores to local memory. Where a vector of MMA_VEC values runs along k (A stored M x K,
+//    B stored N x K: linear.cl's layout) it is one row's consecutive words, written with one
+//    vector store (vstore4 of tf32 words, vstorea_half4 of halves). Where it runs along m or n
+//    (B stored K x N: the convolutions' layout), a work-item loads MMA_VEC vectors at MMA_VEC
+//    consecutive k, a square, and writes its columns: MMA_VEC vector stores again (one value
+//    per store was 1.6-2x slower on an H200 at 4096^3). With one buffer (-DMMA_BUFFERS=1) the next slab is stored
+//    after a barrier that waits for every warp to finish reading the buffer: two barriers per
+//    slab instead of one, for half the local memory (a 128 x 128 tile walks k 32 at a time in
+//    the 48 KB NVIDIA's OpenCL gives a work-group).
+//
 // -D options (the host's parameter sets): MMA_F16 (0: TF32, 1: FP16), MMA_TILE_M / _N / _K,
-// MMA_WARPS_M / _N, MMA_VEC (1, 2 or 4), MMA_EMULATED. Names apart from gemm_tiled.h's, which is
-// compiled into the same program with its own defaults.
+// MMA_WARPS_M / _N, MMA_VEC (1, 2 or 4), MMA_LDMATRIX, MMA_BUFFERS, MMA_EMULATED. Names apart
+// from gemm_tiled.h's, which is compiled into the same program with its own defaults.
 
 #ifndef KUIPER_GEMM_MMA_H
 #define KUIPER_GEMM_MMA_H
@@ -108,6 +126,12 @@
 #ifndef MMA_EMULATED
 #define MMA_EMULATED 0
 #endif
+#ifndef MMA_LDMATRIX   // fragments loaded by ldmatrix (point 6); the emulation ignores it
+#define MMA_LDMATRIX 0
+#endif
+#ifndef MMA_BUFFERS    // local buffers of each slab: 2 (one barrier per slab) or 1 (two)
+#define MMA_BUFFERS 2
+#endif
 
 // Unrolled on the GPU (the fragments and accumulators must be registers); the emulation is left
 // rolled, which keeps its compile time down (PoCL: seconds per program, not tens of them)
@@ -132,9 +156,10 @@
 #endif
 #define MMA_KW (MMA_TILE_K / MMA_PER_WORD)   // words per row of a slab
 #define MMA_LDW (MMA_KW + 4)                 // ... with 4 spare ones: conflict-free fragments
-// vectors of MMA_VEC values each work-item loads per slab (rounded up; the extra are skipped)
-#define MMA_A_VECTORS ((MMA_TILE_M * MMA_TILE_K / MMA_VEC + MMA_THREADS - 1) / MMA_THREADS)
-#define MMA_B_VECTORS ((MMA_TILE_N * MMA_TILE_K / MMA_VEC + MMA_THREADS - 1) / MMA_THREADS)
+#define MMA_USE_LDMATRIX (MMA_LDMATRIX && !MMA_EMULATED)
+#if MMA_USE_LDMATRIX && MMA_FRAG_N % 2
+#error "MMA_LDMATRIX loads B's fragments two at a time: MMA_WARP_N must be a multiple of 16"
+#endif
 
 // --- one value into local memory: rounded to tf32, or converted to half --------------------
 
@@ -164,6 +189,46 @@ inline void mma_put(__local uint *rows, const int row, const int k, const float 
 #else
     rows[row * MMA_LDW + k] = mma_tf32(x);
 #endif
+}
+
+// MMA_VEC values x[0..] at (row, k .. k + MMA_VEC - 1): consecutive words (or halves) of one
+// row, written with one vector store (point 7). k is a multiple of MMA_VEC.
+inline void mma_put_along_k(__local uint *rows, const int row, const int k, const float *x)
+{
+#if MMA_F16
+    __local half *p = (__local half *)rows + row * (2 * MMA_LDW) + k;
+#if MMA_VEC == 4
+    vstorea_half4(vload4(0, x), 0, p);   // to nearest even, 8-byte aligned
+#elif MMA_VEC == 2
+    vstorea_half2(vload2(0, x), 0, p);
+#else
+    vstore_half(x[0], 0, p);
+#endif
+#else
+    __local uint *p = rows + row * MMA_LDW + k;
+#if MMA_VEC == 4   // x read as one vector: four scalar reads of mma_put_transposed's gathered
+                   // column were built wrong by PoCL 3.0 (wrong sums in the emulated tests)
+    const float4 v = vload4(0, x);
+    vstore4((uint4)(mma_tf32(v.s0), mma_tf32(v.s1), mma_tf32(v.s2), mma_tf32(v.s3)), 0, p);
+#elif MMA_VEC == 2
+    const float2 v = vload2(0, x);
+    vstore2((uint2)(mma_tf32(v.s0), mma_tf32(v.s1)), 0, p);
+#else
+    p[0] = mma_tf32(x[0]);
+#endif
+#endif
+}
+
+// A square of MMA_VEC x MMA_VEC values, x[r * MMA_VEC + e] = the value at k + r of row row0 + e
+// (loaded along the rows), written as MMA_VEC rows of consecutive k (point 7).
+inline void mma_put_transposed(__local uint *rows, const int row0, const int k, const float *x)
+{
+    for (int e = 0; e < MMA_VEC; ++e) {
+        float along_k[MMA_VEC];
+        for (int r = 0; r < MMA_VEC; ++r)
+            along_k[r] = x[r * MMA_VEC + e];
+        mma_put_along_k(rows, row0 + e, k, along_k);
+    }
 }
 
 // --- the warp's lane, and one mma -----------------------------------------------------------
@@ -241,34 +306,70 @@ inline void mma_sync(float c[4], const uint a[4], const uint b[2])
     c[3] = d3;
 }
 #define MMA_OP(c, a, b) mma_sync(c, a, b)
+
+// Four pieces of 8 rows x 4 words of local memory for the warp in one instruction (point 6);
+// `p`: the row this lane gives the address of. The "memory" clobber keeps it after the barrier
+// that published the slab.
+inline void mma_ldmatrix(uint *r0, uint *r1, uint *r2, uint *r3, __local const uint *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(*r0), "=r"(*r1), "=r"(*r2), "=r"(*r3)
+                 : "r"((uint)(size_t)p)
+                 : "memory");
+}
 #endif
 
 // --- the slabs: global memory -> registers -> local memory ---------------------------------
 
-// Vector v of A's slab: its first element's (m, k) in the slab, along the axis stored
-// contiguously, and how many of its values lie inside the matrix.
-#if TRANS_A   // stored K x M: the vector runs along m
-#define MMA_A_POS(v, m, k) \
-    m = ((v) % (MMA_TILE_M / MMA_VEC)) * MMA_VEC; k = (v) / (MMA_TILE_M / MMA_VEC)
-#define MMA_A_COUNT(gm, gk) ((gk) < K ? M - (gm) : 0)
-#define MMA_A_PUT(buf, m, k, e, x) mma_put(As[buf], (m) + (e), k, x)
-#else         // stored M x K: along k
+// Each work-item moves *units* of a slab: where an operand is stored along k (A stored M x K, B
+// stored N x K), a unit is one vector of MMA_VEC values along k; where it is stored along m or n,
+// a unit is MMA_VEC such vectors at k .. k + MMA_VEC - 1, a square written transposed (point 7).
+// MMA_x_POS(v, ...): the slab position of unit v's first value; MMA_x_FETCH_UNIT: its loads
+// (zeros outside the matrix, and for a unit past the slab's last, `valid` false);
+// MMA_x_PUT_UNIT: its stores to local memory.
+#if TRANS_A   // stored K x M
+#define MMA_A_UNIT (MMA_VEC * MMA_VEC)
+#define MMA_A_POS(v, m, k)                                 \
+    m = ((v) % (MMA_TILE_M / MMA_VEC)) * MMA_VEC;          \
+    k = ((v) / (MMA_TILE_M / MMA_VEC)) * MMA_VEC
+#define MMA_A_FETCH_UNIT(gm, gk, valid, x)                                                    \
+    for (int r = 0; r < MMA_VEC; ++r)                                                         \
+        LOAD_A_VECTOR(A + A_INDEX(min(gm, M - 1), min((gk) + r, K - 1)),                      \
+                      (valid) && (gk) + r < K ? M - (gm) : 0, MMA_VEC, (x) + r * MMA_VEC)
+#define MMA_A_PUT_UNIT(buf, m, k, x) mma_put_transposed(As[buf], m, k, x)
+#else         // stored M x K
+#define MMA_A_UNIT MMA_VEC
 #define MMA_A_POS(v, m, k) \
     k = ((v) % (MMA_TILE_K / MMA_VEC)) * MMA_VEC; m = (v) / (MMA_TILE_K / MMA_VEC)
-#define MMA_A_COUNT(gm, gk) ((gm) < M ? K - (gk) : 0)
-#define MMA_A_PUT(buf, m, k, e, x) mma_put(As[buf], m, (k) + (e), x)
+#define MMA_A_FETCH_UNIT(gm, gk, valid, x)                                                    \
+    LOAD_A_VECTOR(A + A_INDEX(min(gm, M - 1), min(gk, K - 1)),                                \
+                  (valid) && (gm) < M ? K - (gk) : 0, MMA_VEC, x)
+#define MMA_A_PUT_UNIT(buf, m, k, x) mma_put_along_k(As[buf], m, k, x)
 #endif
-#if TRANS_B   // stored N x K: along k
+#if TRANS_B   // stored N x K
+#define MMA_B_UNIT MMA_VEC
 #define MMA_B_POS(v, k, n) \
     k = ((v) % (MMA_TILE_K / MMA_VEC)) * MMA_VEC; n = (v) / (MMA_TILE_K / MMA_VEC)
-#define MMA_B_COUNT(gk, gn) ((gn) < N ? K - (gk) : 0)
-#define MMA_B_PUT(buf, k, n, e, x) mma_put(Bs[buf], n, (k) + (e), x)
-#else         // stored K x N: along n
-#define MMA_B_POS(v, k, n) \
-    n = ((v) % (MMA_TILE_N / MMA_VEC)) * MMA_VEC; k = (v) / (MMA_TILE_N / MMA_VEC)
-#define MMA_B_COUNT(gk, gn) ((gk) < K ? N - (gn) : 0)
-#define MMA_B_PUT(buf, k, n, e, x) mma_put(Bs[buf], (n) + (e), k, x)
+#define MMA_B_FETCH_UNIT(gk, gn, valid, x)                                                    \
+    LOAD_B_VECTOR(B + B_INDEX(min(gk, K - 1), min(gn, N - 1)),                                \
+                  (valid) && (gn) < N ? K - (gk) : 0, MMA_VEC, x)
+#define MMA_B_PUT_UNIT(buf, k, n, x) mma_put_along_k(Bs[buf], n, k, x)
+#else         // stored K x N
+#define MMA_B_UNIT (MMA_VEC * MMA_VEC)
+#define MMA_B_POS(v, k, n)                                 \
+    n = ((v) % (MMA_TILE_N / MMA_VEC)) * MMA_VEC;          \
+    k = ((v) / (MMA_TILE_N / MMA_VEC)) * MMA_VEC
+#define MMA_B_FETCH_UNIT(gk, gn, valid, x)                                                    \
+    for (int r = 0; r < MMA_VEC; ++r)                                                         \
+        LOAD_B_VECTOR(B + B_INDEX(min((gk) + r, K - 1), min(gn, N - 1)),                      \
+                      (valid) && (gk) + r < K ? N - (gn) : 0, MMA_VEC, (x) + r * MMA_VEC)
+#define MMA_B_PUT_UNIT(buf, k, n, x) mma_put_transposed(Bs[buf], n, k, x)
 #endif
+// units per slab, and per work-item (rounded up; the extra are skipped)
+#define MMA_A_SLAB_UNITS (MMA_TILE_M * MMA_TILE_K / MMA_A_UNIT)
+#define MMA_B_SLAB_UNITS (MMA_TILE_N * MMA_TILE_K / MMA_B_UNIT)
+#define MMA_A_UNITS ((MMA_A_SLAB_UNITS + MMA_THREADS - 1) / MMA_THREADS)
+#define MMA_B_UNITS ((MMA_B_SLAB_UNITS + MMA_THREADS - 1) / MMA_THREADS)
 
 __kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1)))
 void gemm_mma(GEMM_ARGS)
@@ -286,13 +387,14 @@ void gemm_mma(GEMM_ARGS)
     B += z * b_batch_stride;
     C += z * c_batch_stride;
 
-    // two buffers of each slab, k contiguous (tf32 words, or pairs of halves)
-    __local uint As[2][MMA_TILE_M * MMA_LDW];
-    __local uint Bs[2][MMA_TILE_N * MMA_LDW];
+    // MMA_BUFFERS buffers of each slab, k contiguous (tf32 words, or pairs of halves); 16-byte
+    // aligned for the vector stores and ldmatrix (points 6 and 7)
+    __local uint As[MMA_BUFFERS][MMA_TILE_M * MMA_LDW] __attribute__((aligned(16)));
+    __local uint Bs[MMA_BUFFERS][MMA_TILE_N * MMA_LDW] __attribute__((aligned(16)));
 #if MMA_EMULATED
     __local uint scratch[MMA_WARPS * MMA_SCRATCH];
 #endif
-    float ra[MMA_A_VECTORS * MMA_VEC], rb[MMA_B_VECTORS * MMA_VEC];   // the next slab
+    float ra[MMA_A_UNITS * MMA_A_UNIT], rb[MMA_B_UNITS * MMA_B_UNIT];   // the next slab
 
     float acc[MMA_FRAG_M][MMA_FRAG_N][4];
     for (int i = 0; i < MMA_FRAG_M; ++i)
@@ -300,43 +402,35 @@ void gemm_mma(GEMM_ARGS)
             for (int e = 0; e < 4; ++e)
                 acc[i][j][e] = 0.0f;
 
-// Global -> registers: this work-item's vectors of the slab starting at k0.
+// Global -> registers: this work-item's units of the slab starting at k0.
 #define MMA_FETCH(k0)                                                                         \
-    for (int l = 0; l < MMA_A_VECTORS; ++l) {                                                 \
+    for (int l = 0; l < MMA_A_UNITS; ++l) {                                                   \
         const int v = tid + l * MMA_THREADS;                                                  \
         int m, k;                                                                             \
         MMA_A_POS(v, m, k);                                                                   \
-        const int gm = m0 + m, gk = (k0) + k;                                                 \
-        const int count = v < MMA_TILE_M * MMA_TILE_K / MMA_VEC ? MMA_A_COUNT(gm, gk) : 0;    \
-        LOAD_A_VECTOR(A + A_INDEX(min(gm, M - 1), min(gk, K - 1)), count, MMA_VEC,            \
-                      ra + l * MMA_VEC);                                                      \
+        MMA_A_FETCH_UNIT(m0 + m, (k0) + k, v < MMA_A_SLAB_UNITS, ra + l * MMA_A_UNIT);        \
     }                                                                                         \
-    for (int l = 0; l < MMA_B_VECTORS; ++l) {                                                 \
+    for (int l = 0; l < MMA_B_UNITS; ++l) {                                                   \
         const int v = tid + l * MMA_THREADS;                                                  \
         int k, n;                                                                             \
         MMA_B_POS(v, k, n);                                                                   \
-        const int gk = (k0) + k, gn = n0 + n;                                                 \
-        const int count = v < MMA_TILE_K * MMA_TILE_N / MMA_VEC ? MMA_B_COUNT(gk, gn) : 0;    \
-        LOAD_B_VECTOR(B + B_INDEX(min(gk, K - 1), min(gn, N - 1)), count, MMA_VEC,            \
-                      rb + l * MMA_VEC);                                                      \
+        MMA_B_FETCH_UNIT((k0) + k, n0 + n, v < MMA_B_SLAB_UNITS, rb + l * MMA_B_UNIT);        \
     }
 // Registers -> local buffer `buf`, each value rounded to tf32 or converted to half.
 #define MMA_STORE(buf)                                                                        \
-    for (int l = 0; l < MMA_A_VECTORS; ++l) {                                                 \
+    for (int l = 0; l < MMA_A_UNITS; ++l) {                                                   \
         const int v = tid + l * MMA_THREADS;                                                  \
         int m, k;                                                                             \
         MMA_A_POS(v, m, k);                                                                   \
-        if (v < MMA_TILE_M * MMA_TILE_K / MMA_VEC)                                            \
-            for (int e = 0; e < MMA_VEC; ++e)                                                 \
-                MMA_A_PUT(buf, m, k, e, ra[l * MMA_VEC + e]);                                 \
+        if (v < MMA_A_SLAB_UNITS)                                                             \
+            MMA_A_PUT_UNIT(buf, m, k, ra + l * MMA_A_UNIT);                                   \
     }                                                                                         \
-    for (int l = 0; l < MMA_B_VECTORS; ++l) {                                                 \
+    for (int l = 0; l < MMA_B_UNITS; ++l) {                                                   \
         const int v = tid + l * MMA_THREADS;                                                  \
         int k, n;                                                                             \
         MMA_B_POS(v, k, n);                                                                   \
-        if (v < MMA_TILE_K * MMA_TILE_N / MMA_VEC)                                            \
-            for (int e = 0; e < MMA_VEC; ++e)                                                 \
-                MMA_B_PUT(buf, k, n, e, rb[l * MMA_VEC + e]);                                 \
+        if (v < MMA_B_SLAB_UNITS)                                                             \
+            MMA_B_PUT_UNIT(buf, k, n, rb + l * MMA_B_UNIT);                                   \
     }
 
     const int slabs = (K + MMA_TILE_K - 1) / MMA_TILE_K;
@@ -344,7 +438,7 @@ void gemm_mma(GEMM_ARGS)
     MMA_STORE(0);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = 0; s < slabs; ++s) {
-        const int cur = s & 1;
+        const int cur = MMA_BUFFERS == 2 ? (s & 1) : 0;
         if (s + 1 < slabs) {
             MMA_FETCH((s + 1) * MMA_TILE_K);   // in flight while the tensor cores work
         }
@@ -352,6 +446,20 @@ void gemm_mma(GEMM_ARGS)
 MMA_UNROLL
         for (int kw = 0; kw < MMA_KW; kw += MMA_K / MMA_PER_WORD) {   // one mma's k, in words
             uint fa[MMA_FRAG_M][4], fb[MMA_FRAG_N][2];
+#if MMA_USE_LDMATRIX
+MMA_UNROLL
+            for (int i = 0; i < MMA_FRAG_M; ++i) {   // lane l: row l % 16, words 4 * (l / 16)
+                __local const uint *p = as + (wm + i * 16 + lane % 16) * MMA_LDW + kw
+                                        + 4 * (lane / 16);
+                mma_ldmatrix(&fa[i][0], &fa[i][1], &fa[i][2], &fa[i][3], p);
+            }
+MMA_UNROLL
+            for (int j = 0; j < MMA_FRAG_N; j += 2) {   // columns of fragments j and j + 1
+                __local const uint *p = bs + (wn + (j + lane / 16) * 8 + lane % 8) * MMA_LDW
+                                        + kw + 4 * ((lane / 8) % 2);
+                mma_ldmatrix(&fb[j][0], &fb[j][1], &fb[j + 1][0], &fb[j + 1][1], p);
+            }
+#else
 MMA_UNROLL
             for (int i = 0; i < MMA_FRAG_M; ++i) {
                 const int row = wm + i * 16 + g;
@@ -366,6 +474,7 @@ MMA_UNROLL
                 fb[j][0] = bs[col * MMA_LDW + kw + t];
                 fb[j][1] = bs[col * MMA_LDW + kw + t + 4];
             }
+#endif
 MMA_UNROLL
             for (int i = 0; i < MMA_FRAG_M; ++i)
 MMA_UNROLL
@@ -373,7 +482,12 @@ MMA_UNROLL
                     MMA_OP(acc[i][j], fa[i], fb[j]);
         }
         if (s + 1 < slabs) {
+#if MMA_BUFFERS == 1
+            barrier(CLK_LOCAL_MEM_FENCE);   // every warp is done reading the one buffer
+            MMA_STORE(0);
+#else
             MMA_STORE(cur ^ 1);   // the other buffer: read in slab s-1, free since its barrier
+#endif
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

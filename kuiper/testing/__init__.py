@@ -235,6 +235,6 @@ def tensor_cores_preferred():
 
     from kuiper.layers.opencl_gemm import cost
 
-    at_peak = {p: {256: 1.0, 128: 1.0, 64: 1.0} for p in cost.MMA_EFFICIENCY}
+    at_peak = {p: dict.fromkeys(rates, 1.0) for p, rates in cost.MMA_EFFICIENCY.items()}
     with mock.patch.object(cost, "MMA_EFFICIENCY", at_peak):
         yield

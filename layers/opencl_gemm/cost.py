@@ -53,14 +53,21 @@ def ceil_to(value: int, multiple: int) -> int:
 # The tensor cores (gemm_mma.h). Their peak over the FMA units' peak, which is what
 # device_rates reports: an H100 SXM has 495 TFLOP/s of dense TF32 and 989 of FP16 against 67 of
 # FP32 FMAs (an A100: 156 and 312 against 19.5, the same ratios within 10%). The fraction of that
-# peak gemm_mma reaches (mma.sync from local memory, no ldmatrix nor cp.async), by work-items per
-# work-group, as measured on an NVIDIA H200 (driver 580.159.04; tests/benchmarks/gemm_precision.py
-# at 4096^3, 2026-11-28): TF32 45.5 TFLOP/s at best (9.2% of 495), FP16 43.8 (4.4% of 989),
-# gemm_tiled 38.5 in fp32. So the tensor-core sets beat gemm_tiled's by 1.2x at most, and a
-# product too small to fill the device with their big tiles stays on a (split-K) gemm_tiled set.
+# peak each gemm_mma set reaches, keyed by (tile m, tile n, tile k, work-items), as measured on an
+# NVIDIA H200 (driver 580.159.04, 4096^3 in linear.cl's layout, B stored N x K, 2026-11-28):
+# TF32 up to 105 TFLOP/s (21% of 495), FP16 up to 80 (8% of 989:
+# converting the floats it reads to halves costs), gemm_tiled 36-38 in fp32. In the other
+# layouts (conv2d's B stored K x N, ConvTranspose's A stored K x M) 0.8-1.0x of these. A product
+# too small to fill the device with their big tiles stays on a (split-K) gemm_tiled set.
 TENSOR_PEAK = {"tf32": 7.4, "fp16": 14.8}
-MMA_EFFICIENCY = {"tf32": {256: 0.09, 128: 0.072, 64: 0.05},
-                  "fp16": {256: 0.036, 128: 0.04, 64: 0.03}}
+MMA_EFFICIENCY = {
+    "tf32": {(128, 128, 32, 128): 0.21, (128, 128, 32, 256): 0.158, (256, 128, 16, 256): 0.155,
+             (128, 64, 32, 128): 0.144, (64, 128, 32, 128): 0.14, (64, 64, 32, 128): 0.126,
+             (32, 32, 32, 64): 0.072},
+    "fp16": {(128, 256, 32, 256): 0.08, (128, 128, 64, 256): 0.055, (256, 128, 32, 256): 0.055,
+             (128, 128, 32, 128): 0.054, (64, 128, 64, 128): 0.054, (64, 64, 64, 128): 0.043,
+             (32, 32, 32, 64): 0.032},
+}
 
 
 def tile_shape(params: dict) -> tuple[int, int, int]:
@@ -80,8 +87,8 @@ def efficiency(params: dict, m: int, n: int, k: int, device: Any,
     `packed_b`: B in gemm_blocked's strips (im2col_gemm on a CPU device, PACKED_B)."""
     if params["kernel"] == "gemm_mma":
         precision = mma_sets.precision_of(params)
-        return TENSOR_PEAK[precision] * MMA_EFFICIENCY[precision].get(work_group_size(params),
-                                                                      0.03)
+        key = (*tile_shape(params), work_group_size(params))
+        return TENSOR_PEAK[precision] * MMA_EFFICIENCY[precision].get(key, 0.03)
     if params["kernel"] == "gemm_tiled":
         block = params["WPT_M"] * params["WPT_N"]
         if block >= 128 and min(m, n) < BIG_BLOCK_MIN_SIDE:

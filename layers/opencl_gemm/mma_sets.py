@@ -24,12 +24,13 @@ WARP = 32
 
 
 def mma(precision: str, tm: int, tn: int, tk: int, warps_m: int, warps_n: int,
-        vec: int = 4) -> dict:
+        vec: int = 4, ldmatrix: bool = False, buffers: int = 2) -> dict:
     """A gemm_mma set: a tm x tn tile of C per work-group of warps_m x warps_n warps, K walked
-    tk at a time, global loads of `vec` values (gemm_mma.h's header says what each does)."""
+    tk at a time, global loads of `vec` values, fragments loaded by `ldmatrix` or one word at a
+    time, `buffers` local buffers per slab (gemm_mma.h's header says what each does)."""
     return {"kernel": "gemm_mma", "MMA_F16": int(precision == "fp16"), "MMA_TILE_M": tm,
             "MMA_TILE_N": tn, "MMA_TILE_K": tk, "MMA_WARPS_M": warps_m, "MMA_WARPS_N": warps_n,
-            "MMA_VEC": vec}
+            "MMA_VEC": vec, "MMA_LDMATRIX": int(ldmatrix), "MMA_BUFFERS": buffers}
 
 
 def emulated(params: dict) -> dict:
@@ -37,29 +38,36 @@ def emulated(params: dict) -> dict:
     return {**params, "MMA_EMULATED": 1}
 
 
-# Checked and timed on an H200 (README, "Reduced precision"; 45.5 TFLOP/s TF32 at 4096^3 from
-# the big-problem set), not tuned set by set there: tiles that fit the 48 KB of
-# local memory NVIDIA's OpenCL gives a work-group, two buffers of each slab (gemm_mma.h), from
-# the big-problem set (8 warps, a 64 x 32 piece of C each: 16 mma per step of k, 64 floats of
-# accumulators per work-item) down to small ones for batch-1 layers. `kuiper tune` times them
-# all; tests/benchmarks/gemm_precision.py times 4096^3. Both precisions take the same tiles of
-# C and warps; fp16 packs two values into each 32-bit word of local memory, so most of its
-# tiles walk twice the k of tf32's in the same space.
-MMA_TILES = [
-    # tile m, tile n, warps m, warps n, {precision: tile k}
-    (128, 128, 2, 4, {"tf32": 16, "fp16": 32}),
-    (128, 64, 2, 2, {"tf32": 16, "fp16": 32}),
-    (64, 128, 2, 2, {"tf32": 16, "fp16": 32}),
-    (64, 64, 2, 2, {"tf32": 32, "fp16": 64}),
-    (64, 64, 2, 2, {"tf32": 16, "fp16": 32}),
-    (32, 32, 1, 2, {"tf32": 32, "fp16": 32}),
-]
-
-# The sets of each precision, in MMA_TILES' order
+# The sets of each precision, best first: the winners of a sweep on an H200 (.device's
+# mma_sweep: 22 variants per precision at 4096^3, 2026-11-28; their rates are in cost.py's
+# MMA_EFFICIENCY, the README's "Reduced precision" has the table), then smaller tiles for
+# batch-1 layers. All fit the 48 KB of local memory NVIDIA's OpenCL gives a work-group, and
+# load their fragments with ldmatrix (TF32 1.1-1.2x faster than one word at a time). The big
+# tiles take one local buffer (gemm_mma.h, point 7): a 128 x 128 tile then walks k 32 at a time
+# instead of 16, twice the mma between barriers, 1.2-1.4x faster than with two buffers. A warp's
+# piece of 64 x 64 (4 x 8 mma tiles, 128 floats of accumulators per work-item) beat 64 x 32 for
+# TF32; FP16 is limited by converting the floats it reads to halves, and takes the widest tile.
+# `kuiper tune` times them all; tests/benchmarks/gemm_precision.py times 4096^3.
 MMA_PARAMETER_SETS = {
-    precision: [mma(precision, tm, tn, tk[precision], warps_m, warps_n)
-                for tm, tn, warps_m, warps_n, tk in MMA_TILES]
-    for precision in ("tf32", "fp16")
+    "tf32": [
+        # tile m, tile n, tile k, warps m, warps n, vector, ldmatrix, buffers
+        mma("tf32", 128, 128, 32, 2, 2, 4, True, 1),
+        mma("tf32", 128, 128, 32, 2, 4, 4, True, 1),
+        mma("tf32", 256, 128, 16, 4, 2, 4, True, 1),
+        mma("tf32", 128, 64, 32, 2, 2, 4, True, 1),
+        mma("tf32", 64, 128, 32, 2, 2, 4, True, 1),
+        mma("tf32", 64, 64, 32, 2, 2, 4, True, 2),
+        mma("tf32", 32, 32, 32, 1, 2, 4, True, 2),
+    ],
+    "fp16": [
+        mma("fp16", 128, 256, 32, 2, 4, 4, True, 1),
+        mma("fp16", 128, 128, 64, 2, 4, 4, True, 1),
+        mma("fp16", 256, 128, 32, 4, 2, 4, True, 1),
+        mma("fp16", 128, 128, 32, 2, 2, 4, True, 2),
+        mma("fp16", 64, 128, 64, 2, 2, 4, True, 1),
+        mma("fp16", 64, 64, 64, 2, 2, 4, False, 2),   # ldmatrix measured slower here (3.0 / 4.3%)
+        mma("fp16", 32, 32, 32, 1, 2, 4, True, 2),
+    ],
 }
 
 # Tests: offer the emulated sets on every device, as if it had tensor cores (see the docstring)
@@ -103,10 +111,12 @@ def threads(params: dict) -> int:
 
 
 def local_bytes(params: dict) -> int:
-    """Local memory of one work-group: two buffers of each slab, k contiguous in 32-bit words
-    (a tf32 value or two halves each) with 4 spare words per row, and the emulation's scratch."""
+    """Local memory of one work-group: one or two buffers of each slab (MMA_BUFFERS), k
+    contiguous in 32-bit words (a tf32 value or two halves each) with 4 spare words per row, and
+    the emulation's scratch."""
     words_per_row = params["MMA_TILE_K"] // (2 if params["MMA_F16"] else 1) + 4
-    words = 2 * (params["MMA_TILE_M"] + params["MMA_TILE_N"]) * words_per_row
+    words = (params.get("MMA_BUFFERS", 2) * (params["MMA_TILE_M"] + params["MMA_TILE_N"])
+             * words_per_row)
     if params.get("MMA_EMULATED"):
         words += (16 * 8 + 8 * 8) * params["MMA_WARPS_M"] * params["MMA_WARPS_N"]
     return 4 * words
@@ -125,7 +135,9 @@ def why_not(params: dict, device) -> str | None:
 
 
 def describe(params: dict) -> str:
-    """'mma tf32 128x128x16 w2x4 v4' (+ ' emulated')."""
+    """'mma tf32 128x128x16 w2x4 v4' (+ ' ldm', ' b1', ' emulated')."""
     return (f"mma {precision_of(params)} {params['MMA_TILE_M']}x{params['MMA_TILE_N']}x"
             f"{params['MMA_TILE_K']} w{params['MMA_WARPS_M']}x{params['MMA_WARPS_N']} "
-            f"v{params['MMA_VEC']}" + (" emulated" if params.get("MMA_EMULATED") else ""))
+            f"v{params['MMA_VEC']}" + (" ldm" if params.get("MMA_LDMATRIX") else "")
+            + (" b1" if params.get("MMA_BUFFERS", 2) == 1 else "")
+            + (" emulated" if params.get("MMA_EMULATED") else ""))

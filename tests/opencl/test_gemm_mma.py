@@ -130,12 +130,14 @@ def test_a_tensor_core_set_where_the_probe_found_none_is_a_clear_error(runtime, 
 
 
 def test_the_parameter_sets_are_what_the_kernel_promises():
-    """Warps tile the tile (16 x 8 mma tiles), the vector loads divide it, a row of a slab is a
-    whole number of mma steps (words per row = 0 mod 8: conflict-free fragments, gemm_mma.h),
-    and each set fits the 48 KB NVIDIA's OpenCL gives a work-group."""
+    """Warps tile the tile (16 x 8 mma tiles; ldmatrix loads B's fragments in pairs, so 16
+    columns), the vector loads divide it, a row of a slab is a whole number of mma steps (words
+    per row = 0 mod 8: conflict-free fragments, gemm_mma.h), one or two buffers, and each set
+    fits the 48 KB NVIDIA's OpenCL gives a work-group."""
     for p in ALL_MMA_SETS:
         warp_m, warp_n = p["MMA_TILE_M"] // p["MMA_WARPS_M"], p["MMA_TILE_N"] // p["MMA_WARPS_N"]
-        assert warp_m % 16 == 0 and warp_n % 8 == 0, p
+        assert warp_m % 16 == 0 and warp_n % (16 if p["MMA_LDMATRIX"] else 8) == 0, p
+        assert p["MMA_BUFFERS"] in (1, 2), p
         assert p["MMA_WARPS_M"] * warp_m == p["MMA_TILE_M"], p
         assert p["MMA_WARPS_N"] * warp_n == p["MMA_TILE_N"], p
         for side in ("MMA_TILE_M", "MMA_TILE_N", "MMA_TILE_K"):

@@ -33,10 +33,11 @@ logger = logging.getLogger(__name__)
 ENV = "KUIPER_TENSOR_CORES"
 FILE_NAME = "tensor_cores.json"
 PRECISIONS = ("tf32", "fp16")
-PROBE_TIMEOUT = 120   # seconds: two programs through NVIDIA's compiler, with room to spare
+PROBE_TIMEOUT = 120   # seconds: four small programs through NVIDIA's compiler, with room to spare
 
 # The child: build gemm_mma (linear.cl's layout: B stored N x K, a bias per column) for each
-# precision with small tiles, run it on 37 x 29 x 45 products, 2 groups x 2 images, and print
+# precision with small tiles, its fragments loaded one word at a time and by ldmatrix (the
+# parameter sets use both), run each on 37 x 29 x 45 products, 2 groups x 2 images, and print
 # one line per precision: "tf32 ok", "tf32 wrong <max error>" or "tf32 error <message>".
 PROBE_SCRIPT = r"""
 import sys
@@ -62,18 +63,23 @@ c = np.empty((z, m, n), np.float32)
 c_buf = cl.Buffer(context, mf.READ_WRITE, c.nbytes)
 for precision, f16 in (("tf32", 0), ("fp16", 1)):
     try:
-        options = ["-I", kernel_dir, "-DGEMM_MMA=1", "-DTRANS_B=1", f"-DMMA_F16={f16}",
-                   "-DMMA_TILE_M=32", "-DMMA_TILE_N=32", "-DMMA_TILE_K=32", "-DMMA_WARPS_M=1",
-                   "-DMMA_WARPS_N=2", "-DMMA_VEC=4", *extra]
-        program = cl.Program(context, '#include "gemm.h"\n').build(options=options)
-        kernel = program.gemm_mma
-        i32 = np.int32
-        kernel.set_args(i32(m), i32(n), i32(k), buffers[0], i32(m * k), buffers[1], i32(n * k),
-                        c_buf, i32(m * n), buffers[2], i32(2), i32(groups), None)
-        tiles = ((n + 31) // 32 * 64, (m + 31) // 32, z)
-        cl.enqueue_nd_range_kernel(queue, kernel, tiles, (64, 1, 1)).wait()
-        cl.enqueue_copy(queue, c, c_buf)
-        error = float(np.abs(c - want).max())
+        error = 0.0
+        for ldmatrix in (0, 1):
+            options = ["-I", kernel_dir, "-DGEMM_MMA=1", "-DTRANS_B=1", f"-DMMA_F16={f16}",
+                       "-DMMA_TILE_M=32", "-DMMA_TILE_N=32", "-DMMA_TILE_K=32",
+                       "-DMMA_WARPS_M=1", "-DMMA_WARPS_N=2", "-DMMA_VEC=4",
+                       f"-DMMA_LDMATRIX={ldmatrix}", *extra]
+            program = cl.Program(context, '#include "gemm.h"\n').build(options=options)
+            kernel = program.gemm_mma
+            i32 = np.int32
+            kernel.set_args(i32(m), i32(n), i32(k), buffers[0], i32(m * k), buffers[1],
+                            i32(n * k), c_buf, i32(m * n), buffers[2], i32(2), i32(groups), None)
+            tiles = ((n + 31) // 32 * 64, (m + 31) // 32, z)
+            # NaN first: a kernel that wrote nothing must not pass on the last run's C
+            cl.enqueue_fill_buffer(queue, c_buf, np.float32(np.nan), 0, c.nbytes)
+            cl.enqueue_nd_range_kernel(queue, kernel, tiles, (64, 1, 1)).wait()
+            cl.enqueue_copy(queue, c, c_buf)
+            error = max(error, float(np.nan_to_num(np.abs(c - want), nan=np.inf).max()))
         print(f"{precision} ok" if error == 0 else f"{precision} wrong {error:g}", flush=True)
     except Exception as e:
         print(f"{precision} error {' '.join(str(e).split())[:300]}", flush=True)
