@@ -181,18 +181,10 @@ inline uint mma_tf32(const float x)
 }
 #endif
 
-// Element (row, k) of a slab in local memory (`rows` is As or Bs of one buffer).
-inline void mma_put(__local uint *rows, const int row, const int k, const float x)
-{
-#if MMA_F16
-    vstore_half(x, row * (2 * MMA_LDW) + k, (__local half *)rows);   // to nearest even
-#else
-    rows[row * MMA_LDW + k] = mma_tf32(x);
-#endif
-}
-
-// MMA_VEC values x[0..] at (row, k .. k + MMA_VEC - 1): consecutive words (or halves) of one
-// row, written with one vector store (point 7). k is a multiple of MMA_VEC.
+// MMA_VEC values x[0..] at (row, k .. k + MMA_VEC - 1) of a slab in local memory (`rows` is As
+// or Bs of one buffer), rounded to tf32 or converted to half (to nearest even): consecutive
+// words (or halves) of one row, written with one vector store (point 7). k is a multiple of
+// MMA_VEC.
 inline void mma_put_along_k(__local uint *rows, const int row, const int k, const float *x)
 {
 #if MMA_F16
