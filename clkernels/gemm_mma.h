@@ -47,9 +47,9 @@
 //    MMA_TILE_K at a time, double-buffered like gemm_tiled.h: while the tensor cores work on
 //    slab s, the loads of slab s + 1 are in flight to registers (MMA_VEC consecutive values at
 //    once, along whichever axis is contiguous in memory), and are written to the other local
-//    buffer afterwards, already rounded to tf32 (cvt.rna.tf32.f32: to nearest, ties away from
-//    zero) or converted to half (vstore_half: to nearest even), so each value is converted once,
-//    not once per warp that reads it. Per step of k every warp loads MMA_FRAG_M fragments of A
+//    buffer afterwards (or to the one buffer, point 7), already rounded to tf32
+//    (cvt.rna.tf32.f32: to nearest, ties away from zero) or converted to half (vstore_half: to
+//    nearest even), so each value is converted once, not once per warp that reads it. Per step of k every warp loads MMA_FRAG_M fragments of A
 //    and MMA_FRAG_N of B from local memory and issues MMA_FRAG_M x MMA_FRAG_N mma. The store
 //    applies the bias and the fused epilogue (epilogue.h) exactly like gemm_tiled.h. Edges:
 //    loads outside the matrices are zeros (zeros add nothing to the sums), stores are guarded,
@@ -90,10 +90,10 @@
 //    vector store (vstore4 of tf32 words, vstorea_half4 of halves). Where it runs along m or n
 //    (B stored K x N: the convolutions' layout), a work-item loads MMA_VEC vectors at MMA_VEC
 //    consecutive k, a square, and writes its columns: MMA_VEC vector stores again (one value
-//    per store was 1.6-2x slower on an H200 at 4096^3). With one buffer (-DMMA_BUFFERS=1) the next slab is stored
-//    after a barrier that waits for every warp to finish reading the buffer: two barriers per
-//    slab instead of one, for half the local memory (a 128 x 128 tile walks k 32 at a time in
-//    the 48 KB NVIDIA's OpenCL gives a work-group).
+//    per store was 1.6-2x slower on an H200 at 4096^3). With one buffer (-DMMA_BUFFERS=1) the
+//    next slab is stored after a barrier that waits for every warp to finish reading the
+//    buffer: two barriers per slab instead of one, for half the local memory (a 128 x 128 tile
+//    walks k 32 at a time in the 48 KB NVIDIA's OpenCL gives a work-group).
 //
 // -D options (the host's parameter sets): MMA_F16 (0: TF32, 1: FP16), MMA_TILE_M / _N / _K,
 // MMA_WARPS_M / _N, MMA_VEC (1, 2 or 4), MMA_LDMATRIX, MMA_BUFFERS, MMA_EMULATED. Names apart
