@@ -49,8 +49,9 @@
 //    once, along whichever axis is contiguous in memory), and are written to the other local
 //    buffer afterwards (or to the one buffer, point 7), already rounded to tf32
 //    (cvt.rna.tf32.f32: to nearest, ties away from zero) or converted to half (vstore_half: to
-//    nearest even), so each value is converted once, not once per warp that reads it. Per step of k every warp loads MMA_FRAG_M fragments of A
-//    and MMA_FRAG_N of B from local memory and issues MMA_FRAG_M x MMA_FRAG_N mma. The store
+//    nearest even), so each value is converted once, not once per warp that reads it. Per step
+//    of k every warp loads MMA_FRAG_M fragments of A and MMA_FRAG_N of B from local memory and
+//    issues MMA_FRAG_M x MMA_FRAG_N mma. The store
 //    applies the bias and the fused epilogue (epilogue.h) exactly like gemm_tiled.h. Edges:
 //    loads outside the matrices are zeros (zeros add nothing to the sums), stores are guarded,
 //    so any M, N, K works with any parameter set.
