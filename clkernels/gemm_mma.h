@@ -51,10 +51,9 @@
 //    (cvt.rna.tf32.f32: to nearest, ties away from zero) or converted to half (vstore_half: to
 //    nearest even), so each value is converted once, not once per warp that reads it. Per step
 //    of k every warp loads MMA_FRAG_M fragments of A and MMA_FRAG_N of B from local memory and
-//    issues MMA_FRAG_M x MMA_FRAG_N mma. The store
-//    applies the bias and the fused epilogue (epilogue.h) exactly like gemm_tiled.h. Edges:
-//    loads outside the matrices are zeros (zeros add nothing to the sums), stores are guarded,
-//    so any M, N, K works with any parameter set.
+//    issues MMA_FRAG_M x MMA_FRAG_N mma. The store applies the bias and the fused epilogue
+//    (epilogue.h) exactly like gemm_tiled.h. Edges: loads outside the matrices are zeros (zeros
+//    add nothing to the sums), stores are guarded, so any M, N, K works with any parameter set.
 //
 // 4. Why inline PTX, and why it stays optional. OpenCL C has no tensor-core instruction (and
 //    NVIDIA's OpenCL has no cl_khr_fp16 nor subgroups). PTX is NVIDIA's virtual instruction set,
