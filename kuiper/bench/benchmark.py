@@ -105,6 +105,8 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
             if column.profiler is not None:
                 column.profile = column.profiler()
                 column.kinds = kuiper_kinds(column.profile, operators, probe.specs)
+            if column.gap_profiler is not None:
+                column.gaps = column.gap_profiler()
             if column.kind_profiler is not None:   # onnxruntime's own profile
                 column.kinds = column.kind_profiler()
         traced = [(c.label, c.tracer()) for c in columns if trace and c.tracer is not None]
@@ -159,7 +161,8 @@ def bench_document(path, inputs, flops, columns, skipped, probe, batch, warmup, 
                      "profile_ms": [{"operator": name, "type": types.get(name, "?"),
                                      "ms": seconds * 1e3} for name, seconds in
                                     sorted(c.profile.items(), key=lambda kv: -kv[1])],
-                     "kinds_ms": {kind: seconds * 1e3 for kind, seconds in c.kinds.items()}}
+                     "kinds_ms": {kind: seconds * 1e3 for kind, seconds in c.kinds.items()},
+                     "launch_gaps": c.gaps}
                     for c in columns]}
 
 
@@ -224,6 +227,14 @@ def report(columns: list[Column], skipped: list[str], probe, top: int, batch: in
     fallbacks = [c for c in profiled if c.note and c.label.startswith("kuiper opencl")]
     if fallbacks:
         print("(OpenCL operators that fall back to the CPU show only their copy time)")
+    for c in columns:
+        if c.gaps:
+            idle = c.gaps["span_ms"] - c.gaps["busy_ms"]
+            print(f"launches of {c.label.split(' (')[0]}: {c.gaps['launches']:.0f} kernels per "
+                  f"inference, {c.gaps['busy_ms']:.3f} ms of kernel time in "
+                  f"{c.gaps['span_ms']:.3f} ms from the first start to the last end: "
+                  f"{idle:.3f} ms ({idle / c.gaps['span_ms']:.0%}) between kernels, median gap "
+                  f"{c.gaps['median_gap_us']:.1f} us")
     by_kind = kinds_table(columns)
     if by_kind is not None and len(by_kind[0]) > 2:   # two columns at least: a comparison
         print("\ntime by kind of operator (ms per inference; onnxruntime: its own profile, "

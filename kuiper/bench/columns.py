@@ -65,6 +65,8 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
     if args["top"] > 0 or args["plot"]:
         column.profiler = lambda: (opencl_profile(profiled_graph(), inputs) if backend == "opencl"
                                    else cpu_profile(graph, inputs))
+        if backend == "opencl":
+            column.gap_profiler = lambda: launch_gaps(profiled_graph(), inputs)
     column.tracer = lambda: spans_of(profiled_graph(), inputs)
     return column
 
@@ -137,6 +139,30 @@ def opencl_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
             ns = sum(e.profile.end - e.profile.start for e in events)
             samples.setdefault(op.name, []).append(ns * 1e-9)
     return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def launch_gaps(graph, inputs: list[np.ndarray]) -> dict[str, float]:
+    """How busy the device is during one inference, from the profiling events of a few runs
+    (medians): kernel launches, the time the kernels run ("busy"), the time from the first
+    kernel's start to the last one's end ("span"), and the gaps between consecutive kernels,
+    where the device waits for the host to launch the next one (the issue of few big kernels
+    against many small ones). Copies in and out are not kernels and are left out."""
+    import pyopencl as cl
+
+    runs = []
+    for _ in range(PROFILE_RUNS):
+        graph.forward(*inputs)
+        spans = sorted((e.profile.start, e.profile.end)
+                       for _, events in graph.executor.operator_events()
+                       for e in events if e.command_type == cl.command_type.NDRANGE_KERNEL)
+        if not spans:
+            return {}
+        gaps = [max(0, b[0] - a[1]) for a, b in zip(spans, spans[1:])] or [0]
+        runs.append((len(spans), sum(end - start for start, end in spans),
+                     max(end for _, end in spans) - spans[0][0], statistics.median(gaps)))
+    launches, busy, span, gap = (statistics.median(r[i] for r in runs) for i in range(4))
+    return {"launches": launches, "busy_ms": busy * 1e-6, "span_ms": span * 1e-6,
+            "median_gap_us": gap * 1e-3}
 
 
 def bench_torch(path: str, inputs: list[np.ndarray], args: dict) -> Column:

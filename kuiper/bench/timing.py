@@ -50,6 +50,9 @@ class Column:
     tracer: Callable[[], list] | None = field(default=None, repr=False)  # one run's spans
     kinds: dict[str, float] = field(default_factory=dict)  # kind of operator -> seconds (kinds.py)
     kind_profiler: Callable[[], dict[str, float]] | None = field(default=None, repr=False)
+    # OpenCL: kernel launches per inference and the time between them (columns.launch_gaps)
+    gaps: dict[str, float] = field(default_factory=dict)
+    gap_profiler: Callable[[], dict[str, float]] | None = field(default=None, repr=False)
 
     @property
     def median(self) -> float:

@@ -285,6 +285,14 @@ def test_bench_with_references(tiny):
     assert "onnxruntime" in kinds[1] and kinds[1].split()[:3] == ["kind", "kuiper", "cpu"], out
     conv = next(line for line in kinds if line.startswith("conv other"))
     assert all(float(v) > 0 for v in conv.split()[2:]), conv
+    if backends == "cpu,opencl":   # the device's busy time, and the gaps between its kernels
+        gaps = re.search(r"launches of kuiper opencl: (\d+) kernels per inference, ([\d.]+) ms of "
+                         r"kernel time in ([\d.]+) ms from the first start to the last end: "
+                         r"([\d.]+) ms \(\d+%\) between kernels, median gap ([\d.]+) us", out)
+        assert gaps, out
+        launches, busy, span, idle, _ = map(float, gaps.groups())
+        assert launches >= 1 and 0 < busy <= span, gaps.group(0)
+        assert idle == pytest.approx(span - busy, abs=2e-3), gaps.group(0)
     for line in table:  # max |diff| against kuiper cpu: every column computed the same thing
         diff = re.search(r"\d\.\d\dx\s+(\S+)", line)
         assert diff and float(diff.group(1)) < 1e-4, line

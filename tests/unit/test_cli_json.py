@@ -74,6 +74,7 @@ def test_bench_json_has_percentiles_and_throughput(capsys):
     assert cpu["items_per_s"] == pytest.approx(4 * cpu["inferences_per_s"])
     assert len(cpu["after_idle_runs_ms"]) == 3 and cpu["after_idle_ms"] > 0   # one per round
     assert {p["operator"] for p in cpu["profile_ms"]} >= {"features.0", "classifier.3"}
+    assert cpu["launch_gaps"] == {}   # kernel launches and their gaps: OpenCL columns only
 
 
 def test_bench_fixed_duration(capsys):
