@@ -38,10 +38,10 @@ def emulated(params: dict) -> dict:
     return {**params, "MMA_EMULATED": 1}
 
 
-# The sets of each precision, best first: the winners of a sweep on an H200 (.device's
-# mma_sweep: 22 variants per precision at 4096^3, 2026-11-28; their rates are in cost.py's
-# MMA_EFFICIENCY, the README's "Reduced precision" has the table), then smaller tiles for
-# batch-1 layers. All fit the 48 KB of local memory NVIDIA's OpenCL gives a work-group, and
+# The sets of each precision, best first: the winners of 22 variants per precision (tiles, one
+# or two buffers, ldmatrix or not) timed at 4096^3 on an H200, 2026-11-28 (their rates are in
+# cost.py's MMA_EFFICIENCY, the README's "Reduced precision" has the table), then smaller tiles
+# for batch-1 layers. All fit the 48 KB of local memory NVIDIA's OpenCL gives a work-group, and
 # load their fragments with ldmatrix (TF32 1.1-1.2x faster than one word at a time). The big
 # tiles take one local buffer (gemm_mma.h, point 7): a 128 x 128 tile then walks k 32 at a time
 # instead of 16, twice the mma between barriers, 1.2-1.4x faster than with two buffers. A warp's
