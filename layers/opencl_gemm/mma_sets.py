@@ -44,7 +44,7 @@ def emulated(params: dict) -> dict:
 # for batch-1 layers. All fit the 48 KB of local memory NVIDIA's OpenCL gives a work-group, and
 # load their fragments with ldmatrix (TF32 1.1-1.2x faster than one word at a time). The big
 # tiles take one local buffer (gemm_mma.h, point 7): a 128 x 128 tile then walks k 32 at a time
-# instead of 16, twice the mma between barriers, 1.2-1.4x faster than with two buffers. A warp's
+# instead of 16, twice the mma between barriers, 1.1-1.4x faster than with two buffers. A warp's
 # piece of 64 x 64 (4 x 8 mma tiles, 128 floats of accumulators per work-item) beat 64 x 32 for
 # TF32; FP16 is limited by converting the floats it reads to halves, and takes the widest tile.
 # `kuiper tune` times them all; tests/benchmarks/gemm_precision.py times 4096^3.
