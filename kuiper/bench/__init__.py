@@ -26,9 +26,9 @@ Method (what makes the numbers worth writing down):
   (through threadpoolctl): ratios are only fair at equal thread counts;
 - per operator: on the CPU each layer is timed through `graph.forward(observer=...)`; on OpenCL
   the kernels are timed on the device from profiling events (`event.profile.start/end`), so the
-  host's enqueue overhead is not counted there; it shows in the line under the table: kernel
-  launches per inference, their time, and the time between them (the device waiting for the
-  host's next launch: what merging small kernels saves);
+  host's enqueue overhead is not counted there; the line under the table shows the kernel
+  launches per inference, their time, and the time between them (no kernel running: what
+  merging small kernels can save);
 - by kind of operator (depthwise, 1x1 and other convolutions, matrix products, ...): the same
   profiles summed by kind, beside onnxruntime's own (`SessionOptions.enable_profiling`, a
   second session), whose fused nodes do not match Kuiper's operators one to one

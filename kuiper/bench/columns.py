@@ -144,9 +144,10 @@ def opencl_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
 def launch_gaps(graph, inputs: list[np.ndarray]) -> dict[str, float]:
     """How busy the device is during one inference, from the profiling events of a few runs
     (medians): kernel launches, the time the kernels run ("busy"), the time from the first
-    kernel's start to the last one's end ("span"), and the gaps between consecutive kernels,
-    where the device waits for the host to launch the next one (the issue of few big kernels
-    against many small ones). Copies in and out are not kernels and are left out."""
+    kernel's start to the last one's end ("span"), and the gaps between consecutive kernels:
+    time the device runs no kernel of the inference (waiting for the next launch, or copying),
+    which many small kernels pay more of than a few big ones. Copies are not counted as kernel
+    time."""
     import pyopencl as cl
 
     runs = []
