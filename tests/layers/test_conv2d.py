@@ -105,6 +105,45 @@ def test_conv2d_tap_lowering_all_parameter_combinations(rng, monkeypatch, index)
     assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
 
 
+DEPTHWISE_CASES = [i for i, case in enumerate(CASES) if case[4][2] > 1 and case[4][0] == case[4][2]]
+
+
+@pytest.mark.parametrize("method", ["taps", "columns"])
+@pytest.mark.parametrize("index", DEPTHWISE_CASES)
+def test_conv2d_depthwise_methods_all_parameter_combinations(rng, monkeypatch, method, index):
+    """Both ways the NumPy backend runs a depthwise convolution, each forced on every
+    depthwise combination above (the "auto" choice by grid length is the default run's)."""
+    monkeypatch.setattr(ConvNd, "depthwise_lowering", method)
+    stride, padding, mode, dilation, (cin, cout, groups), bias = CASES[index]
+    x = rng.standard_normal((1 + 2 * (index % 2), cin, 9, 11)).astype(np.float32)
+    w = rng.standard_normal((cout, 1, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32) if bias else None
+    params = conv_params(cin, cout, (3, 2), stride, padding, dilation, groups, bias, mode)
+    weights = {"weight": w} if b is None else {"weight": w, "bias": b}
+    (y,) = run_operator("nn.Conv2d", [x], params=params, weights=weights, backend="cpu")
+    assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
+
+
+@pytest.mark.parametrize("shape,stride,method", [
+    ((2, 37, 61, 45), 1, "taps"),      # 60 rows of 47 + 45: past the threshold
+    ((1, 24, 97, 91), 2, "taps"),      # stride 2: phases of 47 columns, 49 rows
+    ((1, 24, 57, 63), 2, "columns"),   # 28 rows of 33 + 32
+    ((3, 40, 5, 3), 1, "columns"),
+])
+def test_depthwise_auto_on_both_sides_of_the_threshold(rng, shape, stride, method):
+    """The default ("auto") on grids that pick each method (the assert says which)."""
+    ho, wo = (shape[2] - 1) // stride + 1, (shape[3] - 1) // stride + 1
+    length = (ho - 1) * -(-(shape[3] + 2) // stride) + wo  # tap_gemm.wide_grid's
+    assert (length <= tap_gemm.DEPTHWISE_COLUMNS_UP_TO) == (method == "columns")
+    x = rng.standard_normal(shape).astype(np.float32)
+    c = shape[1]
+    w = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    params = conv_params(c, c, 3, stride, 1, 1, c)
+    (y,) = run_operator("nn.Conv2d", [x], params=params, weights={"weight": w, "bias": b})
+    assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
+
+
 @needs_taps
 @pytest.mark.parametrize("lowering", ["im2col", "taps", "auto"])
 @pytest.mark.parametrize("shape,cout,kernel,stride,dilation,groups", [

@@ -96,6 +96,19 @@ def test_maxpool_nan_and_ties(backend):
     np.testing.assert_array_equal(idx, ri.numpy())
 
 
+@pytest.mark.parametrize("k", [5, 9, 13])
+def test_maxpool_spp_windows_with_nans(backend, rng, k):
+    """YOLOv5's SPP pools (k x k, stride 1, padding k // 2) with NaNs sprinkled in: the NumPy
+    backend pools these one axis at a time, and a NaN must still win its whole box."""
+    x = rng.standard_normal((1, 6, 11, 13)).astype(np.float32)
+    x[0, rng.integers(6, size=4), rng.integers(11, size=4), rng.integers(13, size=4)] = np.nan
+    params = {"kernel_size": [k, k], "stride": [1, 1], "padding": [k // 2, k // 2]}
+    (y,) = run_operator("nn.MaxPool2d", [x], params=params, backend=backend)
+    expected = F.max_pool2d(torch.from_numpy(x), k, 1, k // 2).numpy()
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    assert_close(y, expected)
+
+
 def test_maxpool3d_nan_and_ties(backend):
     """3-D indices are flat per plane, (z*H + y)*W + x; NaN wins, ties go to the first tap."""
     x = np.zeros((1, 2, 3, 4, 4), np.float32)
