@@ -98,8 +98,9 @@ def separable_max(planes: np.ndarray, windows, pooled) -> np.ndarray:
     The maximum over a box is the maximum along W of the maxima along H (and D): pooling each
     axis on its own with the others' windows left out visits kw + kh taps per output instead
     of kw * kh, with the same result (NaN included). YOLOv5's SPP pools 5x5, 9x9 and 13x13 with
-    stride 1: 275 taps, 54 this way (its three pools: 4.1 -> 1.0 ms on the 2-core VM). Each
-    axis pads its own copy, so a 2x2 window gains nothing and keeps the direct way.
+    stride 1: 275 taps, 54 this way (the three over 256 planes of 10 x 10: 13.2 -> 2.8 ms on
+    the 2-core VM, interleaved in one process). Each axis pads its own copy, so a 2x2 window
+    gains nothing and keeps the direct way.
     """
     if sum(w.kernel > 1 for w in windows) < 2 or int(np.prod([w.kernel for w in windows])) <= 4:
         return running_max(planes, windows, pooled)

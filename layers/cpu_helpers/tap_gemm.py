@@ -160,9 +160,10 @@ def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
 # Grid positions per channel up to which a depthwise convolution runs by "columns". Measured
 # on MobileNetV2's layers (2-core AMD EPYC, OpenBLAS, one process, medians of 40 runs, ms
 # taps -> columns): 384 channels of 14x14 (222 positions) 0.99 -> 0.34, 960 of 7x7 (61)
-# 0.62 -> 0.39, 192 of 28x28 (838) 1.20 -> 0.60, stride 2 from 56x56 (811) 1.18 -> 0.68; on
-# par at 3,191 (stride 2 from 112x112), and taps ahead on long rows: 144 of 56x56 (3,246)
+# 0.62 -> 0.41, 192 of 28x28 (838) 1.20 -> 0.60, stride 2 from 56x56 (811) 1.18 -> 0.68; taps
+# ahead on long rows: stride 2 from 112x112 (3,191) 2.60 -> 3.03, 144 of 56x56 (3,246)
 # 1.16 -> 2.65, 32 of 112x112 (12,766) 1.10 -> 1.63 (the column matrix leaves the caches).
+# Inside the model (padding and the output's cut included) the 17 layers: 20-21 -> 15-16 ms.
 DEPTHWISE_COLUMNS_UP_TO = 2048
 
 
