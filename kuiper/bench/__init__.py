@@ -24,11 +24,11 @@ Method (what makes the numbers worth writing down):
 - every column is checked against the first one (max |diff|), so a fast wrong answer shows;
 - PyTorch and onnxruntime get `--threads` threads (default 2), and so do NumPy's BLAS calls
   (through threadpoolctl): ratios are only fair at equal thread counts;
-- per operator: on the CPU each layer is timed through `graph.forward(observer=...)`; on OpenCL
-  the kernels are timed on the device from profiling events (`event.profile.start/end`), so the
-  host's enqueue overhead is not counted there; the line under the table shows the kernel
-  launches per inference, their time, and the time between them (no kernel running: what
-  merging small kernels can save);
+- per operator (after the same pause): on the CPU each layer is timed through
+  `graph.forward(observer=...)`; on OpenCL the kernels are timed on the device from profiling
+  events (`event.profile.start/end`), so the host's enqueue overhead is not counted there;
+  the line under the table shows the kernel launches per inference, their time, and the
+  time between them (no kernel running: what merging small kernels can save);
 - by kind of operator (depthwise, 1x1 and other convolutions, matrix products, ...): the same
   profiles summed by kind, beside onnxruntime's own (`SessionOptions.enable_profiling`, a
   second session), whose fused nodes do not match Kuiper's operators one to one

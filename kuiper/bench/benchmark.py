@@ -7,6 +7,7 @@ import contextlib
 import logging
 import statistics
 import sys
+import time
 from collections.abc import Callable
 
 from kuiper.bench.columns import (
@@ -19,6 +20,7 @@ from kuiper.bench.columns import (
 )
 from kuiper.bench.kinds import kinds_table, kuiper_kinds
 from kuiper.bench.timing import (
+    SETTLE_SECONDS,
     Column,
     blas_threads,
     busy_warning,
@@ -102,12 +104,17 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
                      seconds)
         operators = {op.name: op for op in probe.order}
         for column in columns:
+            # each profile after the same pause as each timed block: the last timed block's
+            # framework (PyTorch's OpenMP threads, OpenBLAS's) may otherwise still spin
             if column.profiler is not None:
+                time.sleep(SETTLE_SECONDS)
                 column.profile = column.profiler()
                 column.kinds = kuiper_kinds(column.profile, operators, probe.specs)
             if column.gap_profiler is not None:
+                time.sleep(SETTLE_SECONDS)
                 column.gaps = column.gap_profiler()
             if column.kind_profiler is not None:   # onnxruntime's own profile
+                time.sleep(SETTLE_SECONDS)
                 column.kinds = column.kind_profiler()
         traced = [(c.label, c.tracer()) for c in columns if trace and c.tracer is not None]
     batch = inputs[0].shape[0] if inputs and inputs[0].ndim else 1
