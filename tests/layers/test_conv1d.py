@@ -41,6 +41,18 @@ def params_of(cin, cout, kernel, stride, padding, dilation, groups, bias, mode):
             "dilation": (dilation,), "groups": groups, "bias": bias, "padding_mode": mode}
 
 
+def torch_conv1d(x, w, b, stride, padding, dilation, groups, mode):
+    """PyTorch's nn.Conv1d with these weights on x (NumPy in, NumPy out)."""
+    cout, cin_g, kernel = w.shape
+    m = torch.nn.Conv1d(cin_g * groups, cout, kernel, stride, padding, dilation, groups,
+                        b is not None, mode)
+    with torch.no_grad():
+        m.weight.copy_(torch.from_numpy(w))
+        if b is not None:
+            m.bias.copy_(torch.from_numpy(b))
+        return m(torch.from_numpy(x)).numpy()
+
+
 @pytest.mark.parametrize("index", range(len(CASES)))
 def test_conv1d_all_parameter_combinations(backend, rng, index):
     skip_unless_sampled(backend, index)
@@ -51,12 +63,7 @@ def test_conv1d_all_parameter_combinations(backend, rng, index):
     weights = {"weight": w} if b is None else {"weight": w, "bias": b}
     params = params_of(cin, cout, 4, stride, padding, dilation, groups, bias, mode)
     (y,) = run_operator("nn.Conv1d", [x], params=params, weights=weights, backend=backend)
-    m = torch.nn.Conv1d(cin, cout, 4, stride, padding, dilation, groups, bias, mode)
-    with torch.no_grad():
-        m.weight.copy_(torch.from_numpy(w))
-        if bias:
-            m.bias.copy_(torch.from_numpy(b))
-        assert_close(y, m(torch.from_numpy(x)).numpy())
+    assert_close(y, torch_conv1d(x, w, b, stride, padding, dilation, groups, mode))
 
 
 def test_conv1d_asymmetric_padding_pair(backend, rng):
@@ -131,3 +138,25 @@ def test_conv1d_bad_shapes(rng):
     with pytest.raises(kuiper.ShapeError, match="circular padding"):
         run_operator("nn.Conv1d", [x], params=params_of(6, 4, 3, 1, 3, 1, 1, False, "circular"),
                      weights={"weight": w})
+
+
+DEPTHWISE_CASES = [i for i, case in enumerate(CASES) if case[4] == (13, 26, 13)]
+
+
+@pytest.mark.parametrize("method", ["taps", "columns"])
+@pytest.mark.parametrize("index", DEPTHWISE_CASES)
+def test_conv1d_depthwise_methods(rng, monkeypatch, method, index):
+    """The NumPy backend's two depthwise methods (layers/cpu_helpers/tap_gemm.py), each forced
+    on every depthwise combination: a 1-D signal runs as a one-row 2-D plane, and at these
+    lengths "auto" would always pick the column matrix."""
+    from kuiper.layers.cpu.conv2d import ConvNd
+
+    monkeypatch.setattr(ConvNd, "depthwise_lowering", method)
+    stride, padding, mode, dilation, (cin, cout, groups), bias = CASES[index]
+    x = rng.standard_normal((1 + 2 * (index % 2), cin, 17)).astype(np.float32)
+    w = rng.standard_normal((cout, 1, 4)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32) if bias else None
+    weights = {"weight": w} if b is None else {"weight": w, "bias": b}
+    params = params_of(cin, cout, 4, stride, padding, dilation, groups, bias, mode)
+    (y,) = run_operator("nn.Conv1d", [x], params=params, weights=weights, backend="cpu")
+    assert_close(y, torch_conv1d(x, w, b, stride, padding, dilation, groups, mode))
