@@ -104,17 +104,17 @@ def benchmark(path: str, backends: list[str], against: list[str], repeat: int, w
                      seconds)
         operators = {op.name: op for op in probe.order}
         for column in columns:
+            if column.profiler is None and column.kind_profiler is None:
+                continue
             # each profile after the same pause as each timed block: the last timed block's
             # framework (PyTorch's OpenMP threads, OpenBLAS's) may otherwise still spin
+            time.sleep(SETTLE_SECONDS)
             if column.profiler is not None:
-                time.sleep(SETTLE_SECONDS)
                 column.profile = column.profiler()
                 column.kinds = kuiper_kinds(column.profile, operators, probe.specs)
-            if column.gap_profiler is not None:
-                time.sleep(SETTLE_SECONDS)
+            if column.gap_profiler is not None:   # from the same profiled runs
                 column.gaps = column.gap_profiler()
             if column.kind_profiler is not None:   # onnxruntime's own profile
-                time.sleep(SETTLE_SECONDS)
                 column.kinds = column.kind_profiler()
         traced = [(c.label, c.tracer()) for c in columns if trace and c.tracer is not None]
     batch = inputs[0].shape[0] if inputs and inputs[0].ndim else 1

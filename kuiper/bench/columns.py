@@ -9,6 +9,7 @@ import logging
 import os
 import statistics
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,10 +64,12 @@ def bench_kuiper(path: str, backend: str, inputs: list[np.ndarray], args: dict) 
     profiled_graph = (functools.cache(lambda: load_graph(profiling=True)) if backend == "opencl"
                       else lambda: graph)
     if args["top"] > 0 or args["plot"]:
-        column.profiler = lambda: (opencl_profile(profiled_graph(), inputs) if backend == "opencl"
-                                   else cpu_profile(graph, inputs))
-        if backend == "opencl":
-            column.gap_profiler = lambda: launch_gaps(profiled_graph(), inputs)
+        if backend == "opencl":   # one set of profiled runs for the profile and the gaps
+            runs = functools.cache(lambda: profiled_runs(profiled_graph(), inputs))
+            column.profiler = lambda: operator_medians(runs())
+            column.gap_profiler = lambda: launch_gaps(runs())
+        else:
+            column.profiler = lambda: cpu_profile(graph, inputs)
     column.tracer = lambda: spans_of(profiled_graph(), inputs)
     return column
 
@@ -132,36 +135,47 @@ def cpu_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
 
 def opencl_profile(graph, inputs: list[np.ndarray]) -> dict[str, float]:
     """Median device time of each operator's kernels, from the profiling events of a few runs."""
-    samples: dict[str, list[float]] = {}
+    return operator_medians(profiled_runs(graph, inputs))
+
+
+def profiled_runs(graph, inputs: list[np.ndarray]) -> list[list[tuple[Any, list]]]:
+    """PROFILE_RUNS inferences on a profiling queue: each run's (operator, events) pairs."""
+    runs = []
     for _ in range(PROFILE_RUNS):
         graph.forward(*inputs)
-        for op, events in graph.executor.operator_events():
+        runs.append(graph.executor.operator_events())
+    return runs
+
+
+def operator_medians(runs: list[list[tuple[Any, list]]]) -> dict[str, float]:
+    """Each operator's median seconds of kernel time over `profiled_runs`' runs."""
+    samples: dict[str, list[float]] = {}
+    for run in runs:
+        for op, events in run:
             ns = sum(e.profile.end - e.profile.start for e in events)
             samples.setdefault(op.name, []).append(ns * 1e-9)
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
-def launch_gaps(graph, inputs: list[np.ndarray]) -> dict[str, float]:
-    """How busy the device is during one inference, from the profiling events of a few runs
-    (medians): kernel launches, the time the kernels run ("busy"), the time from the first
-    kernel's start to the last one's end ("span"), and the gaps between consecutive kernels:
-    time the device runs no kernel of the inference (waiting for the next launch, or copying),
-    which many small kernels pay more of than a few big ones. Copies are not counted as kernel
-    time."""
+def launch_gaps(runs: list[list[tuple[Any, list]]]) -> dict[str, float]:
+    """How busy the device is during one inference, from `profiled_runs`' events (medians
+    over the runs): kernel launches, the time the kernels run ("busy"), the time from the
+    first kernel's start to the last one's end ("span"), and the gaps between consecutive
+    kernels: time the device runs no kernel of the inference (waiting for the next launch, or
+    copying), which many small kernels pay more of than a few big ones. Copies are not counted
+    as kernel time."""
     import pyopencl as cl
 
-    runs = []
-    for _ in range(PROFILE_RUNS):
-        graph.forward(*inputs)
-        spans = sorted((e.profile.start, e.profile.end)
-                       for _, events in graph.executor.operator_events()
+    measured = []
+    for run in runs:
+        spans = sorted((e.profile.start, e.profile.end) for _, events in run
                        for e in events if e.command_type == cl.command_type.NDRANGE_KERNEL)
         if not spans:
             return {}
         gaps = [max(0, b[0] - a[1]) for a, b in zip(spans, spans[1:])] or [0]
-        runs.append((len(spans), sum(end - start for start, end in spans),
-                     max(end for _, end in spans) - spans[0][0], statistics.median(gaps)))
-    launches, busy, span, gap = (statistics.median(r[i] for r in runs) for i in range(4))
+        measured.append((len(spans), sum(end - start for start, end in spans),
+                         max(end for _, end in spans) - spans[0][0], statistics.median(gaps)))
+    launches, busy, span, gap = (statistics.median(r[i] for r in measured) for i in range(4))
     return {"launches": launches, "busy_ms": busy * 1e-6, "span_ms": span * 1e-6,
             "median_gap_us": gap * 1e-3}
 
