@@ -94,11 +94,17 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
         y += x.dtype.type(1)
         y *= x.dtype.type(0.5)
         return y
+    y = _one_plus_exp_minus(x)
+    return np.reciprocal(y, out=y)
+
+
+def _one_plus_exp_minus(x: np.ndarray) -> np.ndarray:
+    """1 + exp(-x) in a new buffer, the denominator of sigmoid and SiLU: inf below x = -88
+    (float32), where both take their right limits from it, so the overflow is silenced."""
     y = np.negative(x)
     with np.errstate(over="ignore"):
         np.exp(y, out=y)
     y += y.dtype.type(1)
-    np.reciprocal(y, out=y)
     return y
 
 
@@ -109,12 +115,9 @@ def silu(x: np.ndarray) -> np.ndarray:
         y = sigmoid(x)
         y *= x
         return y
-    y = np.negative(x)
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.exp(y, out=y)
-        y += y.dtype.type(1)
-        np.divide(x, y, out=y)
-    return y
+    y = _one_plus_exp_minus(x)
+    with np.errstate(invalid="ignore"):   # -inf / inf
+        return np.divide(x, y, out=y)
 
 
 def softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
