@@ -129,11 +129,13 @@ def softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.nd
 
 
 def horner(coefficients: tuple, t: np.ndarray) -> np.ndarray:
-    """The polynomial (highest power first) at t, in t's precision, in one buffer."""
-    value = np.full_like(t, coefficients[0])
-    for coefficient in coefficients[1:]:
+    """The polynomial (highest power first) at t, in t's precision, in one new buffer."""
+    scalar = t.dtype.type
+    value = t * scalar(coefficients[0])
+    value += scalar(coefficients[1])
+    for coefficient in coefficients[2:]:
         value *= t
-        value += t.dtype.type(coefficient)
+        value += scalar(coefficient)
     return value
 
 
@@ -216,55 +218,63 @@ class GELU(Activation):
         if use_tanh:
             inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
             return 0.5 * x * (1 + np.tanh(inner))
-        return in_blocks(gelu_exact, x)
+        # x^2 overflows to inf beyond 1.8e19 (e^-inf = 0, as it should), -inf gives NaN (as
+        # PyTorch's does): both are the formula working, not errors to warn of
+        with np.errstate(over="ignore", invalid="ignore"):
+            return in_blocks(gelu_exact, x)
 
 
 def gelu_exact(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1 + erf_one_piece(x * np.float32(math.sqrt(0.5))))
-
-
-# erf_one_piece's polynomial S(t), highest power first. Fitted for it (float64 NumPy, 80,001
-# points of a in [0, 4]): least squares of S(t) = (1 - erfc(a) e^(a^2)) / (a t) on
-# t = 1 / (1 + a / 2), each point weighted by e^(-a^2) a t (so the error measured is erf's
-# own), then reweighted 80 times toward the largest errors (near-minimax): 4.4e-9 off erf.
-GELU_ERF_S = (-0.0288233273, 0.161443859, -0.33129102, 0.23749648, -0.0130425217,
-              0.248034596, 0.354246229, 0.500314832)
-
-
-def erf_one_piece(x: np.ndarray) -> np.ndarray:
-    """erf for GELU (NumPy has none): one formula over all x, no branch.
+    """GELU(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, with an erf made for it (NumPy has
+    none): one formula over all x, no branch, about 24 NumPy passes.
 
     The OpenCL kernels' kuiper_erf (clkernels/activation.h) has two polynomials, one for
-    |x| <= 1 and one beyond; on NumPy both would run on every value and one be thrown away
-    (about forty passes; this is two thirds of that). With a = |x| (clamped to 4, erf is 1
-    beyond it in float32) and w = e^(-a^2):
+    |x| <= 1 and one beyond; on NumPy both would run on every value and one be thrown away.
+    Here, with a = |x| / sqrt 2 and w = e^(-a^2):
 
         erf(a) = 1 - w R(a)      (R = erfc(a) e^(a^2), smooth, R(0) = 1)
                = (1 - w) + w (1 - R)   and   1 - R = a t S(t),  t = 1 / (1 + a/2)
 
-    Every term is >= 0, so nothing cancels, and 1 - w is exact in float32 for w >= 1/2
-    (Sterbenz). Within 1.6e-7 of math.erf in absolute terms, which is what GELU needs (it
-    adds 1 to it): on a ViT's 197 x 1536 activation 2.1-2.5 ms against 3.0-3.5 for the two
-    polynomials (2-core VM). Its relative error near 0 is larger (1e-4 at |x| ~ 1e-2), so it is
-    GELU's only: an expression's torch.erf calls math.erf (parser/expression/evaluate.py).
-    Float16 inputs compute in float32.
+    and since a t = 2 (1 - t), 1 - R = (1 - t) 2 S(t): no a in it, so a = inf gives t = 0 and
+    a finite 1 - R (a t would be inf * 0). Every term is >= 0, so nothing cancels; 1 - w is exact
+    in float32 for w >= 1/2 (Sterbenz). Then, erf being odd,
+
+        GELU(x) = x / 2 + |x| erf(a) / 2
+
+    which needs no sign: NumPy's copysign and minimum (a clamp) each cost four of its
+    multiplications on AVX2. erf is within 1.6e-7 of math.erf in absolute terms, which is what
+    GELU needs (it adds 1 to it; test_gelu_erf_accuracy); its relative error near 0 is larger
+    (1e-4 at |x| ~ 1e-2), so it is GELU's only: an expression's torch.erf calls math.erf
+    (parser/expression/evaluate.py). Float16 inputs compute in float32.
     """
-    dtype = np.float64 if x.dtype == np.float64 else np.float32  # float16 computes in float32
-    a = np.minimum(np.abs(x, dtype=dtype), dtype(4))
-    t = a * dtype(0.5)
-    t += dtype(1)
-    np.reciprocal(t, out=t)
-    s = horner(GELU_ERF_S, t)
-    s *= t
-    s *= a                                   # 1 - R
-    w = np.square(a)
-    np.negative(w, out=w)
-    np.exp(w, out=w)                         # e^(-a^2)
-    s *= w
-    np.subtract(dtype(1), w, out=w)
-    s += w                                   # (1 - w) + w (1 - R)
-    np.copysign(s, x, out=s)                 # erf is odd; NaN stays NaN
-    return s.astype(x.dtype, copy=False)
+    dtype = np.float64 if x.dtype == np.float64 else np.float32
+    one = dtype(1)
+    magnitude = np.abs(x, dtype=dtype)
+    t = magnitude * dtype(0.5 * math.sqrt(0.5))      # a / 2
+    t += one
+    np.divide(one, t, out=t)                         # (np.reciprocal is twice as slow)
+    erf = horner(GELU_ERF_2S, t)                     # 2 S(t)
+    erf *= np.subtract(one, t, out=t)                # 1 - R
+    w = np.square(x, dtype=dtype)
+    w *= dtype(-0.5)
+    np.exp(w, out=w)                                 # e^(-a^2)
+    erf *= w
+    erf += np.subtract(one, w, out=w)                # (1 - w) + w (1 - R)
+    erf *= magnitude
+    erf *= dtype(0.5)
+    erf += np.multiply(x, dtype(0.5), out=w, dtype=dtype)
+    return erf.astype(x.dtype, copy=False)
+
+
+# The polynomial S(t) of gelu_exact's erf, doubled (2 S: exact in binary), highest power first.
+# Fitted for it (float64 NumPy and scipy.special.erfc, 80,001 points of a in (0, 4]): least
+# squares of S(t) = (1 - erfc(a) e^(a^2)) / (a t) on t = 1 / (1 + a / 2), each point weighted
+# by e^(-a^2) a t (so the error measured is erf's own), then reweighted 80 times toward the
+# largest errors (near-minimax). Degree 5 is 8.9e-9 off erf on [0, 12] (float64), far below
+# float32's rounding of 1 (6e-8); degree 4 would be 2.6e-7, degree 7 (this code until
+# 2026-11-29) 1e-10 for two more passes. Beyond a = 4 the factor w < 1.2e-7 hides the rest.
+GELU_ERF_2S = tuple(2 * c for c in (
+    0.0514107445, -0.260315249, 0.370773709, 0.0726174881, 0.398251413, 0.495640513))
 
 
 # Values per block of `in_blocks`: 128 KB of float32, a formula's temporaries stay in L2 cache.
@@ -274,7 +284,7 @@ BLOCK = 32768
 def in_blocks(f, x: np.ndarray) -> np.ndarray:
     """f(x) for an elementwise formula f, evaluated block by block on large inputs.
 
-    A formula of many NumPy passes (the exact GELU: about thirty) makes a fresh temporary per
+    A formula of many NumPy passes (the exact GELU: about 24) makes a fresh temporary per
     pass; over a whole 197 x 1536 ViT activation each one is larger than the L2 cache, and is
     written out and read back. On blocks of BLOCK values the same passes stay in the cache:
     with an erf of two polynomials (about forty passes), the exact GELU of 819,200 values took

@@ -166,13 +166,13 @@ def test_rrelu_pnnx_export(backend, rng, export_model):
 
 def test_gelu_erf_accuracy(backend, rng):
     """GELU's erf (clkernels/activation.h's kuiper_erf on OpenCL: two fitted polynomials and an
-    exp; layers/cpu/activation.py's erf_one_piece on NumPy: one polynomial and an exp) against
-    float64 math.erf on a dense sweep of [-6, 6], the OpenCL seam at x / sqrt(2) = 1 and the
-    clamp at 4: within 3e-7 of erf (1.2e-7 and 1.6e-7 measured), plus float32 rounding of the
-    product."""
+    exp; layers/cpu/activation.py's gelu_exact on NumPy: one polynomial and an exp, no clamp)
+    against float64 math.erf on a dense sweep of [-12, 12], the OpenCL seam at x / sqrt(2) = 1
+    and the infinities: within 3e-7 of erf (1.2e-7 and 1.6e-7 measured), plus float32 rounding
+    of the product."""
     from math import erf
 
-    sweep = np.linspace(-6.0, 6.0, 200_001, dtype=np.float32)
+    sweep = np.linspace(-12.0, 12.0, 400_001, dtype=np.float32)
     seam = (np.float32(np.sqrt(2.0)) + np.arange(-64, 65, dtype=np.float32) * 1e-6)
     x = np.concatenate([sweep, seam, -seam, rng.standard_normal(10_000).astype(np.float32)])
     (y,) = run_operator("nn.GELU", [x], backend=backend)
@@ -182,6 +182,11 @@ def test_gelu_erf_accuracy(backend, rng):
     bound = 0.5 * np.abs(x64) * 3e-7 + np.abs(exact) * 2 ** -23
     worst = np.max(np.abs(y.astype(np.float64) - exact) - bound)
     assert worst <= 0.0, f"GELU off its erf bound by {worst:.3g}"
+    # the ends: x^2 overflowing (e^-inf = 0), 0.5 x + 0.5 |x| erf not overflowing at 3e38,
+    # GELU(-inf) = -inf * 0 = NaN as in PyTorch
+    ends = np.float32([np.inf, -np.inf, np.nan, 3e38, -3e38, 1e20, -1e20, 0.0, -0.0])
+    (y,) = run_operator("nn.GELU", [ends], backend=backend)
+    np.testing.assert_array_equal(y, F.gelu(torch.from_numpy(ends)).numpy())
 
 
 def test_cpu_gelu_in_blocks_is_the_whole_formula(rng):

@@ -166,6 +166,45 @@ def test_mha(backend, rng, batch_first, kind, masks):
     assert_close(outputs[1], expected[1].numpy(), what="attention weights")
 
 
+@pytest.mark.parametrize("kind", ["self", "qkv"])
+@pytest.mark.parametrize("masks", [(), ("am_bool",), ("kpm_float",), ("kpm_all",)])
+def test_mha_output_only(backend, rng, kind, masks):
+    """The output alone (need_weights=False, what pnnx exports keep): the NumPy layer divides
+    by the softmax's sums after the product with V, and self-attention projects Q, K and V in
+    one GEMM. A batch whose keys are all masked is NaN, as PyTorch's need_weights=True gives
+    (and Kuiper's weights path): the graph does not say whether the model asked for weights,
+    and PyTorch's need_weights=False path gives the output projection's bias there instead."""
+    module = mha_module(batch_first=True)
+    params, weights = mha_params_and_weights(module)
+    source = L if kind == "self" else S
+    q = sequence(rng, module, L, E)
+    k, v = (q, q) if kind == "self" else (sequence(rng, module, S, E), sequence(rng, module, S, E))
+    am = kpm = None
+    if "am_bool" in masks:
+        am = rng.random((L, source)) < 0.3
+        am[:, 0] = False
+    if "kpm_float" in masks:
+        kpm = rand(rng, N, source)
+    if "kpm_all" in masks:
+        kpm = np.zeros((N, source), bool)
+        kpm[0] = True       # every key of the first batch element masked
+    data = [q] if kind == "self" else [q, k, v]
+    first = [m for m in (kpm, am) if m is not None and m.dtype == np.bool_]
+    last = [m for m in (am, kpm) if m is not None and m.dtype != np.bool_]
+    (out,) = run_operator("nn.MultiheadAttention", first + data + last, params=params,
+                          weights=weights, n_outputs=1, backend=backend)
+    with torch.no_grad():
+        expected = module(T(q), T(k), T(v), need_weights=False,
+                          attn_mask=None if am is None else T(am),
+                          key_padding_mask=None if kpm is None else T(kpm))[0].numpy()
+    if "kpm_all" in masks:
+        with torch.no_grad():
+            weighted = module(T(q), T(k), T(v), key_padding_mask=T(kpm))[0].numpy()
+        assert np.isnan(out[0]).all() and np.isnan(weighted[0]).all()
+        out, expected = out[1:], expected[1:]
+    assert_close(out, expected, what="attention output")
+
+
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("bias_kv, zero_attn", [(True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("kind, masks", [("self", ()), ("kdim_vdim", ()),
