@@ -160,19 +160,25 @@ class RowNorm(Layer):
         rows = x.reshape(lay.rows, lay.length).astype(dtype, copy=False)
         # In place after the first subtraction: one new array, not one per step (a ViT's
         # LayerNorm of 197 x 384 values: 0.26 -> 0.20 ms on the 2-core VM).
+        # np.add.reduce is np.mean's own (pairwise) sum, without mean's Python wrapper: a
+        # ViT-S LayerNorm costs 0.06 ms outside its arithmetic, as much as half of that
+        inv_length = dtype.type(1.0 / lay.length)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            y = rows - rows.mean(axis=1, keepdims=True)
-            scale = np.square(y).mean(axis=1, keepdims=True)
+            mean = np.add.reduce(rows, axis=1, keepdims=True)
+            mean *= inv_length
+            y = rows - mean
+            scale = np.add.reduce(np.square(y), axis=1, keepdims=True)
+            scale *= inv_length
             scale += dtype.type(self.eps)
             np.sqrt(scale, out=scale)
             np.reciprocal(scale, out=scale)
             y *= scale
         gamma, beta = self.affine_params(inputs)
         y = y.reshape(-1, lay.groups * lay.length)  # one sample per row
-        if gamma is not None:
-            y *= np.repeat(np.ravel(gamma).astype(dtype, copy=False), lay.inner)
-        if beta is not None:
-            y += np.repeat(np.ravel(beta).astype(dtype, copy=False), lay.inner)
+        for param, apply in ((gamma, np.multiply), (beta, np.add)):
+            if param is not None:
+                values = np.ravel(param).astype(dtype, copy=False)
+                apply(y, values if lay.inner == 1 else np.repeat(values, lay.inner), out=y)
         return [y.reshape(x.shape).astype(x.dtype, copy=False)]
 
     def flops(self, inputs, outputs):

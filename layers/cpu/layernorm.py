@@ -9,6 +9,8 @@ normalized_shape = (E,). The row machinery is shared with GroupNorm/InstanceNorm
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kuiper.core.registry import register
@@ -40,6 +42,6 @@ class LayerNorm(RowNorm):
         if len(shape) < k or tuple(shape[len(shape) - k:]) != self.normalized:
             raise self.shape_error(f"input shape {tuple(shape)} should end with "
                                    f"normalized_shape {self.normalized}")
-        length = int(np.prod(self.normalized, dtype=np.int64))
-        rows = int(np.prod(shape, dtype=np.int64)) // length
+        length = math.prod(self.normalized)   # (math.prod: a tenth of np.prod's call cost)
+        rows = math.prod(shape) // length
         return RowLayout(rows=rows, length=length, groups=1, inner=1, n_params=length)
