@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from kuiper.core.registry import register
 from kuiper.layers.common.norm import RowLayout, RowNorm
 
