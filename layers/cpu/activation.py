@@ -242,10 +242,12 @@ def gelu_exact(x: np.ndarray) -> np.ndarray:
         GELU(x) = x / 2 + |x| erf(a) / 2
 
     which needs no sign: NumPy's copysign and minimum (a clamp) each cost four of its
-    multiplications on AVX2. erf is within 1.6e-7 of math.erf in absolute terms, which is what
-    GELU needs (it adds 1 to it; test_gelu_erf_accuracy); its relative error near 0 is larger
-    (1e-4 at |x| ~ 1e-2), so it is GELU's only: an expression's torch.erf calls math.erf
-    (parser/expression/evaluate.py). Float16 inputs compute in float32.
+    multiplications on AVX2. erf is within 2.6e-7 of math.erf in absolute terms (most of it
+    float32's rounding of t, which 1 - t magnifies for small a; the clamped a t form was within
+    1.6e-7), which is what GELU needs (it adds 1 to it; test_gelu_erf_accuracy). Its relative
+    error near 0 is large (the 6e-8 floor against erf(a) ~ 1.1 a), so it is GELU's only: an
+    expression's torch.erf calls math.erf (parser/expression/evaluate.py). Float16 inputs
+    compute in float32.
     """
     dtype = np.float64 if x.dtype == np.float64 else np.float32
     one = dtype(1)
@@ -272,7 +274,7 @@ def gelu_exact(x: np.ndarray) -> np.ndarray:
 # by e^(-a^2) a t (so the error measured is erf's own), then reweighted 80 times toward the
 # largest errors (near-minimax). Degree 5 is 8.9e-9 off erf on [0, 12] (float64), far below
 # float32's rounding of 1 (6e-8); degree 4 would be 2.6e-7, degree 7 (this code until
-# 2026-11-29) 1e-10 for two more passes. Beyond a = 4 the factor w < 1.2e-7 hides the rest.
+# 2026-11-28) 1e-10 for two more passes. Beyond a = 4 the factor w < 1.2e-7 hides the rest.
 GELU_ERF_2S = tuple(2 * c for c in (
     0.0514107445, -0.260315249, 0.370773709, 0.0726174881, 0.398251413, 0.495640513))
 

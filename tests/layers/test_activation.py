@@ -168,7 +168,7 @@ def test_gelu_erf_accuracy(backend, rng):
     """GELU's erf (clkernels/activation.h's kuiper_erf on OpenCL: two fitted polynomials and an
     exp; layers/cpu/activation.py's gelu_exact on NumPy: one polynomial and an exp, no clamp)
     against float64 math.erf on a dense sweep of [-12, 12], the OpenCL seam at x / sqrt(2) = 1
-    and the infinities: within 3e-7 of erf (1.2e-7 and 1.6e-7 measured), plus float32 rounding
+    and the infinities: within 3e-7 of erf (1.2e-7 and 2.6e-7 measured), plus float32 rounding
     of the product."""
     from math import erf
 
