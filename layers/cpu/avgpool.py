@@ -18,6 +18,7 @@ import numpy as np
 
 from kuiper.core.registry import register
 from kuiper.layers.base import Layer
+from kuiper.layers.common.input_dtypes import FLOATS, INTEGERS, expect_dtype
 from kuiper.layers.common.pooling import (
     Window,
     check_pool_input,
@@ -51,6 +52,9 @@ class AvgPool(Layer):
 
     def infer(self, inputs):
         self.expect_inputs(inputs, 1)
+        # averages are sums in float32 (forward): a complex input would lose its imaginary
+        # part, and PyTorch has no complex average pooling either
+        expect_dtype(self, inputs[0], FLOATS + INTEGERS)
         return [pooled_spec(self, inputs[0])]
 
     def forward(self, inputs):

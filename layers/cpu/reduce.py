@@ -100,7 +100,7 @@ class Reduce(Layer):
         return len(shape) == rank and all(d == 1 for d in shape)
 
     def forward(self, inputs):
-        x = inputs[0]
+        x = np.asarray(inputs[0])   # an expression may hand a plain number (its 0-d result)
         axis = None if self.full else self.axes
         keep = self.keepdim
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

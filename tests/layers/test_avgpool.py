@@ -94,6 +94,14 @@ def test_avgpool_padding_over_half_kernel_is_refused(backend, rng):
                      backend=backend)
 
 
+def test_avgpool_complex_input_is_refused(backend, rng):
+    # found by `kuiper fuzz` (seed 20261128): a complex graph input reached the float32 sums
+    # as a bare NumPy casting error; PyTorch has no complex average pooling either
+    x = (rng.standard_normal((1, 2, 5, 7)) + 1j).astype(np.complex128)
+    with pytest.raises(OperatorError, match="complex128, but F.avg_pool2d takes float16"):
+        run_operator("F.avg_pool2d", [x], params={"kernel_size": [2, 2]}, backend=backend)
+
+
 def test_avgpool_zero_divisor_is_refused(backend, rng):
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     with pytest.raises(OperatorError, match="divisor_override=0"):

@@ -272,3 +272,19 @@ def test_bad_params_raise(rng, op_type, params, message):
 def test_mean_of_integers_raises():
     with pytest.raises(OperatorError, match="floating-point"):
         run_operator("torch.mean", [np.ones((2, 3), np.int64)], params={"dim": [1]})
+
+
+def test_reduction_of_an_expression_that_is_a_number(tmp_path, backend):
+    """A pnnx.Expression without tensor operands evaluates to a plain Python number; torch.max
+    over it (found by `kuiper fuzz`, seed 20261128) called float.max, an AttributeError."""
+    text = """7767517
+4 3
+pnnx.Input               pnnx_input_0             0 1 0 #0=(2,3)f32
+pnnx.Expression          pnnx_expr_0              1 1 0 1 expr=atan(asinh(1e308)) #0=(2,3)f32 #1=(2,3)f32
+torch.max                torch.max_0              1 1 1 2 $input=1 #1=(2,3)f32 #2=()f32
+pnnx.Output              pnnx_output_0            1 0 2
+"""
+    path = tmp_path / "model.pnnx.param"
+    path.write_text(text)
+    (y,) = kuiper.load(path, backend=backend).forward(np.zeros((2, 3), np.float32))
+    assert y.shape == () and np.isclose(y, np.arctan(np.arcsinh(1e308)), rtol=1e-6)
