@@ -62,6 +62,9 @@ class Reduce(Layer):
     def infer(self, inputs):
         self.expect_inputs(inputs, 1)
         x = inputs[0]
+        if x.dtype.kind not in "biufc":   # e.g. an expression's bare word ("bilinear")
+            raise self.op.error(f"{self.type} needs a tensor of numbers, got {x.dtype} "
+                                f"(input {self.op.inputs[0].name})")
         if self.kind in FLOAT_ONLY and not np.issubdtype(x.dtype, np.floating):
             raise self.op.error(f"{self.type} needs a floating-point input, got {x.dtype.name}")
         try:

@@ -280,7 +280,7 @@ def test_reduction_of_an_expression_that_is_a_number(tmp_path, backend):
     text = """7767517
 4 3
 pnnx.Input               pnnx_input_0             0 1 0 #0=(2,3)f32
-pnnx.Expression          pnnx_expr_0              1 1 0 1 expr=atan(asinh(1e308)) #0=(2,3)f32 #1=(2,3)f32
+pnnx.Expression pnnx_expr_0 1 1 0 1 expr=atan(asinh(1e308)) #0=(2,3)f32 #1=(2,3)f32
 torch.max                torch.max_0              1 1 1 2 $input=1 #1=(2,3)f32 #2=()f32
 pnnx.Output              pnnx_output_0            1 0 2
 """
