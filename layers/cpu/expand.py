@@ -36,8 +36,8 @@ class Expand(DataMovementLayer):
         return ints_from_param_or_input(self, "sizes", inputs, what="sizes")
 
     def infer_specs(self, inputs):
+        sizes = self.target_sizes(inputs)   # (first: it checks how many inputs there are)
         x = inputs[0]
-        sizes = self.target_sizes(inputs)
         lead = len(sizes) - len(x.shape)
         if lead < 0:
             raise self.shape_error(f"sizes {tuple(sizes)} have fewer dims than input {x.shape}")

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import kuiper
+from kuiper import OperatorError
 from kuiper.testing import assert_close, run_operator
 
 
@@ -145,3 +146,15 @@ def test_repeat_interleave_tensor_repeats_pnnx_export(backend, rng, export_model
     assert not graph.fallbacks
     for got, want in zip(graph.forward(*[t.numpy() for t in inputs]), module(*inputs)):
         assert_close(got, want.numpy())
+
+
+def test_expand_as_without_its_inputs_is_refused(tmp_path, backend, rng):
+    # found by `kuiper fuzz` (seed 99001): an expand_as with no input at all, an IndexError
+    x = rng.standard_normal((2, 1)).astype(np.float32)
+    with pytest.raises(OperatorError, match="expected 2 input\\(s\\), got 1"):
+        run_operator("Tensor.expand_as", [x], backend=backend)
+    path = tmp_path / "model.pnnx.param"
+    path.write_text("7767517\n3 2\npnnx.Input in 0 1 0 #0=(2,1)f32\n"
+                    "Tensor.expand_as e 0 1 1 #1=(2,3)f32\npnnx.Output out 1 0 1\n")
+    with pytest.raises(OperatorError, match="expected 2 input\\(s\\), got 0"):
+        kuiper.load(path, backend=backend)
