@@ -18,7 +18,6 @@ The output may be a tensor, a Python number or a list (the shape argument of a r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,15 +69,7 @@ class Expression(Layer):
         return self.run([s.value if s.known else Symbolic(s.shape, s.dtype) for s in inputs])
 
     def infer(self, inputs: Sequence[TensorSpec]) -> list[TensorSpec]:
-        result = self.symbolic_result(inputs)
-        if isinstance(result, list):   # pnnx writes lists of sizes: `[size(@0,0),-1]`
-            for i, item in enumerate(result):
-                shape = item.shape if isinstance(item, Symbolic) else np.shape(item)
-                if math.prod(shape) != 1:
-                    raise self.shape_error(f"item {i} of the list expr={self.expr} is a tensor "
-                                           f"of shape {tuple(shape)}; a list's items must be "
-                                           "single numbers (it becomes a 1-D tensor)")
-        return [spec_of(result)]
+        return [spec_of(self.symbolic_result(inputs))]
 
     def forward(self, inputs: Sequence[Any], epilogue=None, residual=None) -> list[Any]:
         return [finish_output(self.run(list(inputs)), inputs, epilogue, residual)]

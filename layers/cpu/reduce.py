@@ -103,6 +103,9 @@ class Reduce(Layer):
         return len(shape) == rank and all(d == 1 for d in shape)
 
     def forward(self, inputs):
+        if isinstance(inputs[0], list):   # a pnnx list expression of tensors (index lists)
+            raise self.op.error(f"{self.type} got a list of tensors (input "
+                                f"{self.op.inputs[0].name}), not a tensor")
         x = np.asarray(inputs[0])   # an expression may hand a plain number (its 0-d result)
         axis = None if self.full else self.axes
         keep = self.keepdim

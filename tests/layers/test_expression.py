@@ -393,25 +393,3 @@ def test_square_powers(backend, rng, expr, reference):
     source = generate(layer.expr, layer.rpn, specs, out).source
     code = "\n".join(line for line in source.splitlines() if not line.startswith("//"))
     assert ("pow(" in code) == (expr == "pow(@0,3)"), source
-
-
-def test_a_list_with_a_tensor_item_is_refused_at_load(tmp_path, backend):
-    """pnnx writes lists of sizes (`[size(@0,0),-1]`), which become 1-D tensors; a list with a
-    whole tensor in it (from `kuiper fuzz`, seed 777123) reached torch.max as an inhomogeneous
-    list at run time."""
-    text = """7767517
-4 3
-pnnx.Input               pnnx_input_0             0 1 0 #0=(2,3)f32
-pnnx.Expression pnnx_expr_0 1 1 0 1 expr=[size(@0,0),@0,1] #0=(2,3)f32 #1=(3)f32
-torch.max                torch.max_0              1 1 1 2 $input=1 #1=(3)f32 #2=()f32
-pnnx.Output              pnnx_output_0            1 0 2
-"""
-    path = tmp_path / "model.pnnx.param"
-    path.write_text(text)
-    with pytest.raises(kuiper.ShapeError, match=r"item 1 of the list .* shape \(2, 3\)"):
-        kuiper.load(path, backend=backend)
-    # and a bare word, which an expression keeps as text (for a mode like "bilinear"): not
-    # something to reduce (seed 424242: torch.max of 'abc')
-    path.write_text(text.replace("expr=[size(@0,0),@0,1]", "expr=abc"))
-    with pytest.raises(kuiper.OperatorError, match="torch.max needs a tensor of numbers, got"):
-        kuiper.load(path, backend=backend)

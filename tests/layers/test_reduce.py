@@ -288,3 +288,19 @@ pnnx.Output              pnnx_output_0            1 0 2
     path.write_text(text)
     (y,) = kuiper.load(path, backend=backend).forward(np.zeros((2, 3), np.float32))
     assert y.shape == () and np.isclose(y, np.arctan(np.arcsinh(1e308)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("expr, error", [
+    # an expression's bare word, which it keeps as text (for a mode like "bilinear"); seed 424242
+    ("abc", "torch.max needs a tensor of numbers"),
+    # a list of whole tensors (pnnx writes those for index_put's indices); seed 777123
+    ("[@0,1]", "list of tensors"),   # (on OpenCL the expression itself refuses it)
+])
+def test_reduction_of_what_is_not_a_tensor_is_refused(tmp_path, backend, expr, error):
+    """Found by `kuiper fuzz`: both reached the reduction as a bare NumPy error."""
+    path = tmp_path / "model.pnnx.param"
+    path.write_text("7767517\n4 3\npnnx.Input in 0 1 0 #0=(2,3)f32\n"
+                    f"pnnx.Expression e 1 1 0 1 expr={expr}\n"
+                    "torch.max m 1 1 1 2 $input=1 #2=()f32\npnnx.Output out 1 0 2\n")
+    with pytest.raises(OperatorError, match=error):
+        kuiper.load(path, backend=backend).forward(np.zeros((2, 3), np.float32))
