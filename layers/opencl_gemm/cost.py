@@ -155,14 +155,13 @@ def utilisation(params: dict, groups: int, device: Any) -> float:
     section, "The cost model's wave tail".)"""
     rates = device_rates(device)
     units = max(1, int(device.max_compute_units)) if device is not None else 2
+    balance = groups / (-(-groups // units) * units)   # groups / units over its ceiling
     if rates.is_cpu or params["kernel"] not in ("gemm_tiled", "gemm_mma"):  # (blocked on a GPU)
-        waves = -(-groups // units)
-        return groups / (waves * units)
+        return balance
     warps = -(-work_group_size(params) // 32)
     busy = min(units * 4, groups * min(4, warps)) / (units * 4)
     slots = units * resident_groups(params)
-    tail = 1.0 if groups <= slots else groups / (-(-groups // units) * units)
-    return busy * tail
+    return busy * (1.0 if groups <= slots else balance)
 
 
 GEMV_EFFICIENCY = 0.25        # gemv.h: one float8 multiply-add per two loads
