@@ -274,19 +274,20 @@ def test_mean_of_integers_raises():
         run_operator("torch.mean", [np.ones((2, 3), np.int64)], params={"dim": [1]})
 
 
+def max_of_expression(tmp_path, expr: str, backend: str):
+    """A model of torch.max over `pnnx.Expression expr=...` of a (2, 3) input, loaded."""
+    path = tmp_path / "model.pnnx.param"
+    path.write_text("7767517\n4 3\npnnx.Input in 0 1 0 #0=(2,3)f32\n"
+                    f"pnnx.Expression e 1 1 0 1 expr={expr}\n"
+                    "torch.max m 1 1 1 2 $input=1 #2=()f32\npnnx.Output out 1 0 2\n")
+    return kuiper.load(path, backend=backend)
+
+
 def test_reduction_of_an_expression_that_is_a_number(tmp_path, backend):
     """A pnnx.Expression without tensor operands evaluates to a plain Python number; torch.max
     over it (found by `kuiper fuzz`, seed 20261128) called float.max, an AttributeError."""
-    text = """7767517
-4 3
-pnnx.Input               pnnx_input_0             0 1 0 #0=(2,3)f32
-pnnx.Expression pnnx_expr_0 1 1 0 1 expr=atan(asinh(1e308)) #0=(2,3)f32 #1=(2,3)f32
-torch.max                torch.max_0              1 1 1 2 $input=1 #1=(2,3)f32 #2=()f32
-pnnx.Output              pnnx_output_0            1 0 2
-"""
-    path = tmp_path / "model.pnnx.param"
-    path.write_text(text)
-    (y,) = kuiper.load(path, backend=backend).forward(np.zeros((2, 3), np.float32))
+    graph = max_of_expression(tmp_path, "atan(asinh(1e308))", backend)
+    (y,) = graph.forward(np.zeros((2, 3), np.float32))
     assert y.shape == () and np.isclose(y, np.arctan(np.arcsinh(1e308)), rtol=1e-6)
 
 
@@ -298,9 +299,5 @@ pnnx.Output              pnnx_output_0            1 0 2
 ])
 def test_reduction_of_what_is_not_a_tensor_is_refused(tmp_path, backend, expr, error):
     """Found by `kuiper fuzz`: both reached the reduction as a bare NumPy error."""
-    path = tmp_path / "model.pnnx.param"
-    path.write_text("7767517\n4 3\npnnx.Input in 0 1 0 #0=(2,3)f32\n"
-                    f"pnnx.Expression e 1 1 0 1 expr={expr}\n"
-                    "torch.max m 1 1 1 2 $input=1 #2=()f32\npnnx.Output out 1 0 2\n")
     with pytest.raises(OperatorError, match=error):
-        kuiper.load(path, backend=backend).forward(np.zeros((2, 3), np.float32))
+        max_of_expression(tmp_path, expr, backend).forward(np.zeros((2, 3), np.float32))
