@@ -94,10 +94,31 @@
 //    next slab is stored after a barrier that waits for every warp to finish reading the
 //    buffer: two barriers per slab instead of one, for half the local memory (a 128 x 128 tile
 //    walks k 32 at a time in the 48 KB NVIDIA's OpenCL gives a work-group).
+// 8. cp.async (-DMMA_ASYNC=1, TF32 only). Points 3 and 7 move every value twice through the
+//    work-item: a global load into a register, then a conversion and a store to local memory,
+//    and the registers holding the next slab are not available to the accumulators. Since
+//    Ampere, `cp.async` copies 4 or 16 bytes from global to local memory without a register:
+//    the work-item only issues it (`cp.async.commit_group` closes a batch, `cp.async.wait_group
+//    n` waits until at most n batches are still in flight). So the slabs are copied as they lie
+//    in memory, MMA_STAGES of them in flight in a ring of local buffers: while the tensor cores
+//    work on slab s, slabs s + 1 .. s + MMA_STAGES - 1 are on their way. Two consequences:
+//    - an operand stored along m or n (A stored K x M, B stored K x N: the convolutions' B) is
+//      kept that way, [k][row], rows MMA_LDT = tile + 8 words apart (8 mod 32: the lanes of a
+//      fragment load, k = t and row = g, hit 32 different banks), and its fragments are read a
+//      word at a time (ldmatrix's transposing form moves 16-bit values, not 32-bit ones);
+//    - the values arrive as float32, not tf32: each fragment word is rounded when it is loaded
+//      from local memory (cvt.rna, as point 3; with -DMMA_ROUND_ADD=1 by adding half of the
+//      dropped bits' unit, which is the same rounding where the tensor cores ignore the 13 low
+//      bits of a tf32 operand: one integer add instead of a conversion).
+//    A 16-byte copy needs a 16-byte-aligned source: a chunk of 4 values that is not (a row
+//    length that is not a multiple of 4) goes as four 4-byte copies; a chunk past the matrix's
+//    edge copies only its valid values and the hardware fills the rest with zeros (the copy's
+//    source size). The emulation copies with plain loads and stores, into the same layout.
 //
 // -D options (the host's parameter sets): MMA_F16 (0: TF32, 1: FP16), MMA_TILE_M / _N / _K,
-// MMA_WARPS_M / _N, MMA_VEC (1, 2 or 4), MMA_LDMATRIX, MMA_BUFFERS, MMA_EMULATED. Names apart
-// from gemm_tiled.h's, which is compiled into the same program with its own defaults.
+// MMA_WARPS_M / _N, MMA_VEC (1, 2 or 4), MMA_LDMATRIX, MMA_BUFFERS, MMA_ASYNC, MMA_STAGES,
+// MMA_ROUND_ADD, MMA_EMULATED. Names apart from gemm_tiled.h's, which is compiled into the
+// same program with its own defaults.
 
 #ifndef KUIPER_GEMM_MMA_H
 #define KUIPER_GEMM_MMA_H
@@ -132,6 +153,21 @@
 #ifndef MMA_BUFFERS    // local buffers of each slab: 2 (one barrier per slab) or 1 (two)
 #define MMA_BUFFERS 2
 #endif
+#ifndef MMA_ASYNC      // slabs copied by cp.async, MMA_STAGES in flight (point 8)
+#define MMA_ASYNC 0
+#endif
+#ifndef MMA_STAGES
+#define MMA_STAGES 2
+#endif
+#ifndef MMA_ROUND_ADD  // point 8: fragments rounded by an integer add, not cvt.rna
+#define MMA_ROUND_ADD 0
+#endif
+#if MMA_ASYNC && (MMA_F16 || HALF_A || HALF_B)
+#error "MMA_ASYNC copies float32 slabs as they lie in memory: TF32 only, no half operands"
+#endif
+#if MMA_ASYNC && (MMA_STAGES < 2 || MMA_STAGES > 4)
+#error "MMA_STAGES: 2, 3 or 4 slabs in flight"
+#endif
 
 // Unrolled on the GPU (the fragments and accumulators must be registers); the emulation is left
 // rolled, which keeps its compile time down (PoCL: seconds per program, not tens of them)
@@ -160,6 +196,25 @@
 #if MMA_USE_LDMATRIX && MMA_FRAG_N % 2
 #error "MMA_LDMATRIX loads B's fragments two at a time: MMA_WARP_N must be a multiple of 16"
 #endif
+
+// How each operand's slab lies in local memory: along k, [row][k] with rows MMA_LDW words apart
+// (points 2 and 7), or, copied by cp.async from an operand stored along m or n, [k][row] with
+// rows MMA_LDT_M / MMA_LDT_N words apart (point 8)
+#define MMA_A_ALONG_K (!MMA_ASYNC || !TRANS_A)
+#define MMA_B_ALONG_K (!MMA_ASYNC || TRANS_B)
+#define MMA_LDT_M (MMA_TILE_M + 8)
+#define MMA_LDT_N (MMA_TILE_N + 8)
+#if MMA_A_ALONG_K
+#define MMA_A_WORDS (MMA_TILE_M * MMA_LDW)
+#else
+#define MMA_A_WORDS (MMA_TILE_K * MMA_LDT_M)
+#endif
+#if MMA_B_ALONG_K
+#define MMA_B_WORDS (MMA_TILE_N * MMA_LDW)
+#else
+#define MMA_B_WORDS (MMA_TILE_K * MMA_LDT_N)
+#endif
+#define MMA_RING (MMA_ASYNC ? MMA_STAGES : MMA_BUFFERS)   // local buffers of each operand
 
 // --- one value into local memory: rounded to tf32, or converted to half --------------------
 
@@ -311,6 +366,106 @@ inline void mma_ldmatrix(uint *r0, uint *r1, uint *r2, uint *r3, __local const u
 }
 #endif
 
+// --- cp.async (point 8) ---------------------------------------------------------------------
+
+#if MMA_ASYNC
+// The tf32 word the tensor cores read for a float32 word copied as it was (point 8)
+inline uint mma_round_word(const uint word)
+{
+#if MMA_ROUND_ADD && !MMA_EMULATED
+    return word + 0x1000u;   // the mma ignores the 13 low bits: round to nearest, ties away
+#else
+    return mma_tf32(as_float(word));
+#endif
+}
+
+// src[0 .. valid - 1] into dst[0 ..] and zeros up to 4 values, without a register on the way
+// (valid 0: only zeros; src is then not read)
+inline void mma_copy4(__local uint *dst, __global const float *src, const int valid)
+{
+#if MMA_EMULATED
+    for (int e = 0; e < 4; ++e)
+        dst[e] = e < valid ? as_uint(src[e]) : 0u;
+#else
+    const uint to = (uint)(size_t)dst;
+    if (((size_t)src & 15) == 0) {   // one 16-byte copy; the source size says how much is real
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                     : : "r"(to), "l"(src), "r"(4 * valid) : "memory");
+    } else {                         // a row length that is not a multiple of 4: by float
+        for (int e = 0; e < 4; ++e)
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+                         : : "r"(to + 4 * e), "l"(src + (e < valid ? e : 0)),
+                             "r"(e < valid ? 4 : 0) : "memory");
+    }
+#endif
+}
+
+// Close the batch of copies this work-item issued; wait until at most MMA_STAGES - 2 batches
+// are in flight, i.e. the oldest one (the slab about to be used) has landed
+inline void mma_async_commit(void)
+{
+#if !MMA_EMULATED
+    asm volatile("cp.async.commit_group;" : : : "memory");
+#endif
+}
+
+#define MMA_STRINGIFY(x) #x
+#define MMA_WAIT_GROUP(n) "cp.async.wait_group " MMA_STRINGIFY(n) ";"
+inline void mma_async_wait(void)
+{
+#if !MMA_EMULATED
+#if MMA_STAGES == 2
+    asm volatile(MMA_WAIT_GROUP(0) : : : "memory");
+#elif MMA_STAGES == 3
+    asm volatile(MMA_WAIT_GROUP(1) : : : "memory");
+#else
+    asm volatile(MMA_WAIT_GROUP(2) : : : "memory");
+#endif
+#endif
+}
+
+// Chunk v (4 values along the operand's contiguous axis) of the slab starting at k0, into local
+// buffer `buf`: where it lies in the slab, how many of its values are inside the matrix
+#if TRANS_A   // A stored K x M: [k][m]
+#define MMA_A_CHUNK_COPY(v, k0, buf)                                                          \
+    {                                                                                         \
+        const int k = (v) / (MMA_TILE_M / 4), m = ((v) % (MMA_TILE_M / 4)) * 4;               \
+        const int gm = m0 + m, gk = (k0) + k;                                                 \
+        const int valid = gk < K ? clamp(M - gm, 0, 4) : 0;                                  \
+        mma_copy4(As[buf] + k * MMA_LDT_M + m, valid ? A + A_INDEX(gm, gk) : A, valid);       \
+    }
+#else         // A stored M x K: [m][k]
+#define MMA_A_CHUNK_COPY(v, k0, buf)                                                          \
+    {                                                                                         \
+        const int m = (v) / (MMA_TILE_K / 4), k = ((v) % (MMA_TILE_K / 4)) * 4;               \
+        const int gm = m0 + m, gk = (k0) + k;                                                 \
+        const int valid = gm < M ? clamp(K - gk, 0, 4) : 0;                                   \
+        mma_copy4(As[buf] + m * MMA_LDW + k, valid ? A + A_INDEX(gm, gk) : A, valid);         \
+    }
+#endif
+#if TRANS_B   // B stored N x K: [n][k]
+#define MMA_B_CHUNK_COPY(v, k0, buf)                                                          \
+    {                                                                                         \
+        const int n = (v) / (MMA_TILE_K / 4), k = ((v) % (MMA_TILE_K / 4)) * 4;               \
+        const int gn = n0 + n, gk = (k0) + k;                                                 \
+        const int valid = gn < N ? clamp(K - gk, 0, 4) : 0;                                   \
+        mma_copy4(Bs[buf] + n * MMA_LDW + k, valid ? B + B_INDEX(gk, gn) : B, valid);         \
+    }
+#else         // B stored K x N: [k][n]
+#define MMA_B_CHUNK_COPY(v, k0, buf)                                                          \
+    {                                                                                         \
+        const int k = (v) / (MMA_TILE_N / 4), n = ((v) % (MMA_TILE_N / 4)) * 4;               \
+        const int gn = n0 + n, gk = (k0) + k;                                                 \
+        const int valid = gk < K ? clamp(N - gn, 0, 4) : 0;                                  \
+        mma_copy4(Bs[buf] + k * MMA_LDT_N + n, valid ? B + B_INDEX(gk, gn) : B, valid);       \
+    }
+#endif
+#define MMA_A_SLAB_CHUNKS (MMA_TILE_M * MMA_TILE_K / 4)
+#define MMA_B_SLAB_CHUNKS (MMA_TILE_N * MMA_TILE_K / 4)
+#define MMA_A_CHUNKS ((MMA_A_SLAB_CHUNKS + MMA_THREADS - 1) / MMA_THREADS)   // per work-item
+#define MMA_B_CHUNKS ((MMA_B_SLAB_CHUNKS + MMA_THREADS - 1) / MMA_THREADS)
+#endif  // MMA_ASYNC
+
 // --- the slabs: global memory -> registers -> local memory ---------------------------------
 
 // Each work-item moves *units* of a slab: where an operand is stored along k (A stored M x K, B
@@ -379,14 +534,17 @@ void gemm_mma(GEMM_ARGS)
     B += z * b_batch_stride;
     C += z * c_batch_stride;
 
-    // MMA_BUFFERS buffers of each slab, k contiguous (tf32 words, or pairs of halves); 16-byte
-    // aligned for the vector stores and ldmatrix (points 6 and 7)
-    __local uint As[MMA_BUFFERS][MMA_TILE_M * MMA_LDW] __attribute__((aligned(16)));
-    __local uint Bs[MMA_BUFFERS][MMA_TILE_N * MMA_LDW] __attribute__((aligned(16)));
+    // MMA_RING buffers of each slab (tf32 words, or pairs of halves; float32 words under
+    // MMA_ASYNC), laid out as MMA_A_WORDS says; 16-byte aligned for the vector stores, ldmatrix
+    // and the 16-byte copies (points 6 to 8)
+    __local uint As[MMA_RING][MMA_A_WORDS] __attribute__((aligned(16)));
+    __local uint Bs[MMA_RING][MMA_B_WORDS] __attribute__((aligned(16)));
 #if MMA_EMULATED
     __local uint scratch[MMA_WARPS * MMA_SCRATCH];
 #endif
+#if !MMA_ASYNC
     float ra[MMA_A_UNITS * MMA_A_UNIT], rb[MMA_B_UNITS * MMA_B_UNIT];   // the next slab
+#endif
 
     float acc[MMA_FRAG_M][MMA_FRAG_N][4];
     for (int i = 0; i < MMA_FRAG_M; ++i)
@@ -425,31 +583,70 @@ void gemm_mma(GEMM_ARGS)
             MMA_B_PUT_UNIT(buf, k, n, rb + l * MMA_B_UNIT);                                   \
     }
 
+// cp.async: this work-item's chunks of the slab starting at k0, into ring buffer `buf`
+#define MMA_ISSUE(k0, buf)                                                                    \
+    for (int l = 0; l < MMA_A_CHUNKS; ++l) {                                                  \
+        const int v = tid + l * MMA_THREADS;                                                  \
+        if (v < MMA_A_SLAB_CHUNKS)                                                            \
+            MMA_A_CHUNK_COPY(v, k0, buf)                                                      \
+    }                                                                                         \
+    for (int l = 0; l < MMA_B_CHUNKS; ++l) {                                                  \
+        const int v = tid + l * MMA_THREADS;                                                  \
+        if (v < MMA_B_SLAB_CHUNKS)                                                            \
+            MMA_B_CHUNK_COPY(v, k0, buf)                                                      \
+    }                                                                                         \
+    mma_async_commit();   /* one batch per slab, empty ones included: wait_group counts them */
+
     const int slabs = (K + MMA_TILE_K - 1) / MMA_TILE_K;
+#if MMA_ASYNC
+    for (int s = 0; s < MMA_STAGES - 1; ++s) {   // the first MMA_STAGES - 1 slabs on their way
+        if (s < slabs) {
+            MMA_ISSUE(s * MMA_TILE_K, s);
+        } else {
+            mma_async_commit();
+        }
+    }
+#else
     MMA_FETCH(0);
     MMA_STORE(0);
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     for (int s = 0; s < slabs; ++s) {
+#if MMA_ASYNC
+        const int cur = s % MMA_STAGES;
+        mma_async_wait();               // this work-item's copies of slab s have landed,
+        barrier(CLK_LOCAL_MEM_FENCE);   // everyone's too; and slab s - 1's buffer is free again
+        const int next = s + MMA_STAGES - 1;
+        if (next < slabs) {
+            MMA_ISSUE(next * MMA_TILE_K, next % MMA_STAGES);
+        } else {
+            mma_async_commit();
+        }
+#else
         const int cur = MMA_BUFFERS == 2 ? (s & 1) : 0;
         if (s + 1 < slabs) {
             MMA_FETCH((s + 1) * MMA_TILE_K);   // in flight while the tensor cores work
         }
+#endif
         __local const uint *as = As[cur], *bs = Bs[cur];
 MMA_UNROLL
         for (int kw = 0; kw < MMA_KW; kw += MMA_K / MMA_PER_WORD) {   // one mma's k, in words
             uint fa[MMA_FRAG_M][4], fb[MMA_FRAG_N][2];
-#if MMA_USE_LDMATRIX
+#if !MMA_A_ALONG_K   // [k][m] (point 8): a word at a time
+MMA_UNROLL
+            for (int i = 0; i < MMA_FRAG_M; ++i) {
+                const int row = wm + i * 16 + g;
+                fa[i][0] = as[(kw + t) * MMA_LDT_M + row];
+                fa[i][1] = as[(kw + t) * MMA_LDT_M + row + 8];
+                fa[i][2] = as[(kw + t + 4) * MMA_LDT_M + row];
+                fa[i][3] = as[(kw + t + 4) * MMA_LDT_M + row + 8];
+            }
+#elif MMA_USE_LDMATRIX
 MMA_UNROLL
             for (int i = 0; i < MMA_FRAG_M; ++i) {   // lane l: row l % 16, words 4 * (l / 16)
                 __local const uint *p = as + (wm + i * 16 + lane % 16) * MMA_LDW + kw
                                         + 4 * (lane / 16);
                 mma_ldmatrix(&fa[i][0], &fa[i][1], &fa[i][2], &fa[i][3], p);
-            }
-MMA_UNROLL
-            for (int j = 0; j < MMA_FRAG_N; j += 2) {   // columns of fragments j and j + 1
-                __local const uint *p = bs + (wn + (j + lane / 16) * 8 + lane % 8) * MMA_LDW
-                                        + kw + 4 * ((lane / 8) % 2);
-                mma_ldmatrix(&fb[j][0], &fb[j][1], &fb[j + 1][0], &fb[j + 1][1], p);
             }
 #else
 MMA_UNROLL
@@ -460,6 +657,22 @@ MMA_UNROLL
                 fa[i][2] = as[row * MMA_LDW + kw + t + 4];
                 fa[i][3] = as[(row + 8) * MMA_LDW + kw + t + 4];
             }
+#endif
+#if !MMA_B_ALONG_K   // [k][n] (point 8): a word at a time
+MMA_UNROLL
+            for (int j = 0; j < MMA_FRAG_N; ++j) {
+                const int col = wn + j * 8 + g;
+                fb[j][0] = bs[(kw + t) * MMA_LDT_N + col];
+                fb[j][1] = bs[(kw + t + 4) * MMA_LDT_N + col];
+            }
+#elif MMA_USE_LDMATRIX
+MMA_UNROLL
+            for (int j = 0; j < MMA_FRAG_N; j += 2) {   // columns of fragments j and j + 1
+                __local const uint *p = bs + (wn + (j + lane / 16) * 8 + lane % 8) * MMA_LDW
+                                        + kw + 4 * ((lane / 8) % 2);
+                mma_ldmatrix(&fb[j][0], &fb[j][1], &fb[j + 1][0], &fb[j + 1][1], p);
+            }
+#else
 MMA_UNROLL
             for (int j = 0; j < MMA_FRAG_N; ++j) {
                 const int col = wn + j * 8 + g;
@@ -467,12 +680,25 @@ MMA_UNROLL
                 fb[j][1] = bs[col * MMA_LDW + kw + t + 4];
             }
 #endif
+#if MMA_ASYNC   // float32 words as copied: rounded to tf32 here (point 8)
+MMA_UNROLL
+            for (int i = 0; i < MMA_FRAG_M; ++i)
+MMA_UNROLL
+                for (int r = 0; r < 4; ++r)
+                    fa[i][r] = mma_round_word(fa[i][r]);
+MMA_UNROLL
+            for (int j = 0; j < MMA_FRAG_N; ++j)
+MMA_UNROLL
+                for (int r = 0; r < 2; ++r)
+                    fb[j][r] = mma_round_word(fb[j][r]);
+#endif
 MMA_UNROLL
             for (int i = 0; i < MMA_FRAG_M; ++i)
 MMA_UNROLL
                 for (int j = 0; j < MMA_FRAG_N; ++j)
                     MMA_OP(acc[i][j], fa[i], fb[j]);
         }
+#if !MMA_ASYNC
         if (s + 1 < slabs) {
 #if MMA_BUFFERS == 1
             barrier(CLK_LOCAL_MEM_FENCE);   // every warp is done reading the one buffer
@@ -482,9 +708,11 @@ MMA_UNROLL
 #endif
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     }
 #undef MMA_FETCH
 #undef MMA_STORE
+#undef MMA_ISSUE
 
     // C fragments -> C: values (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of each 16 x 8 tile
 MMA_UNROLL

@@ -21,13 +21,19 @@ if str(ROOT) not in sys.path:
 BACKENDS = ["cpu", "opencl"]
 
 
-def opencl_available() -> bool:
+def opencl_unavailable_reason() -> str | None:
+    """None when Kuiper finds an OpenCL device that builds kernels, else why not (no driver, or
+    PoCL that cannot compile for this CPU: kuiper/opencl/device/runtime.py)."""
     try:
         from kuiper.opencl.device.runtime import choose_device
         choose_device()
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "no device"
-        return False
+        return None
+    except Exception as e:  # noqa: BLE001 - any failure means "no device"
+        return str(e) or type(e).__name__
+
+
+def opencl_available() -> bool:
+    return opencl_unavailable_reason() is None
 
 
 @pytest.fixture(params=BACKENDS)

@@ -24,13 +24,22 @@ WARP = 32
 
 
 def mma(precision: str, tm: int, tn: int, tk: int, warps_m: int, warps_n: int,
-        vec: int = 4, ldmatrix: bool = False, buffers: int = 2) -> dict:
+        vec: int = 4, ldmatrix: bool = False, buffers: int = 2, stages: int = 0,
+        round_add: bool = False) -> dict:
     """A gemm_mma set: a tm x tn tile of C per work-group of warps_m x warps_n warps, K walked
     tk at a time, global loads of `vec` values, fragments loaded by `ldmatrix` or one word at a
-    time, `buffers` local buffers per slab (gemm_mma.h's header says what each does)."""
-    return {"kernel": "gemm_mma", "MMA_F16": int(precision == "fp16"), "MMA_TILE_M": tm,
-            "MMA_TILE_N": tn, "MMA_TILE_K": tk, "MMA_WARPS_M": warps_m, "MMA_WARPS_N": warps_n,
-            "MMA_VEC": vec, "MMA_LDMATRIX": int(ldmatrix), "MMA_BUFFERS": buffers}
+    time, `buffers` local buffers per slab; or, with `stages` (TF32 only), the slabs copied by
+    cp.async, that many in flight, and `round_add`: tf32 rounding by an integer add (gemm_mma.h's
+    header, points 3 to 8, says what each does)."""
+    params = {"kernel": "gemm_mma", "MMA_F16": int(precision == "fp16"), "MMA_TILE_M": tm,
+              "MMA_TILE_N": tn, "MMA_TILE_K": tk, "MMA_WARPS_M": warps_m,
+              "MMA_WARPS_N": warps_n, "MMA_VEC": vec, "MMA_LDMATRIX": int(ldmatrix),
+              "MMA_BUFFERS": buffers}
+    if stages:   # the keys only where used: tuning caches written before keep matching
+        if precision != "tf32":
+            raise ValueError("cp.async copies float32 slabs as they lie in memory: tf32 only")
+        params.update(MMA_ASYNC=1, MMA_STAGES=stages, MMA_ROUND_ADD=int(round_add))
+    return params
 
 
 def emulated(params: dict) -> dict:
@@ -38,26 +47,29 @@ def emulated(params: dict) -> dict:
     return {**params, "MMA_EMULATED": 1}
 
 
-# The sets of each precision, best first: the winners of 22 variants per precision (tiles, one
-# or two buffers, ldmatrix or not) timed at 4096^3 on an H200, 2026-11-28 (their rates are in
-# cost.py's MMA_EFFICIENCY, the README's "Reduced precision" has the table), then smaller tiles
-# for batch-1 layers. All fit the 48 KB of local memory NVIDIA's OpenCL gives a work-group, and
-# load their fragments with ldmatrix (TF32 1.1-1.2x faster than one word at a time). The big
-# tiles take one local buffer (gemm_mma.h, point 7): a 128 x 128 tile then walks k 32 at a time
-# instead of 16, twice the mma between barriers, 1.1-1.4x faster than with two buffers. A warp's
-# piece of 64 x 64 (4 x 8 mma tiles, 128 floats of accumulators per work-item) beat 64 x 32 for
-# TF32; FP16 is limited by converting the floats it reads to halves, and takes the widest tile.
-# `kuiper tune` times them all; tests/benchmarks/gemm_precision.py times 4096^3.
+# The sets of each precision, best first. TF32: the slabs copied by cp.async, two or three in
+# flight, rounded by an integer add (gemm_mma.h, point 8): a sweep of 17 variants at 4096^3 on an
+# H200 (2026-11-29; README, "Reduced precision") put 128 x 128 x 16 with two slabs in flight at
+# 119-126 TFLOP/s in the three layouts, where the best register-path set of the 2026-11-28 sweep
+# (128 x 128 x 32, one buffer) ran 87-105 in the same run; every smaller tile gained as much. The
+# 48 KB of local memory NVIDIA's OpenCL gives a work-group is what bounds the ring: 128 x 128 x 16
+# takes two slabs, 128 x 128 x 8 three. FP16: the winners of 22 variants of the register path
+# (2026-11-28: tiles, one or two buffers, ldmatrix or not), whose rates are in cost.py's
+# MMA_EFFICIENCY; they load their fragments with ldmatrix, and the big tiles take one local
+# buffer (point 7: a 128 x 128 tile then walks k 32 at a time, 1.1-1.4x faster than with two).
+# FP16 is limited by converting the floats it reads to halves (cp.async cannot convert), and
+# takes the widest tile. `kuiper tune` times them all; tests/benchmarks/gemm_precision.py times
+# 4096^3.
 MMA_PARAMETER_SETS = {
     "tf32": [
-        # tile m, tile n, tile k, warps m, warps n, vector, ldmatrix, buffers
-        mma("tf32", 128, 128, 32, 2, 2, 4, True, 1),
-        mma("tf32", 128, 128, 32, 2, 4, 4, True, 1),
-        mma("tf32", 256, 128, 16, 4, 2, 4, True, 1),
-        mma("tf32", 128, 64, 32, 2, 2, 4, True, 1),
-        mma("tf32", 64, 128, 32, 2, 2, 4, True, 1),
-        mma("tf32", 64, 64, 32, 2, 2, 4, True, 2),
-        mma("tf32", 32, 32, 32, 1, 2, 4, True, 2),
+        # tile m, tile n, tile k, warps m, warps n, vector, ldmatrix, buffers, stages, add
+        mma("tf32", 128, 128, 16, 2, 2, 4, True, 2, 2, True),
+        mma("tf32", 128, 128, 16, 2, 4, 4, True, 2, 2, True),
+        mma("tf32", 128, 128, 8, 2, 2, 4, True, 2, 3, True),
+        mma("tf32", 128, 64, 16, 2, 2, 4, True, 2, 3, True),
+        mma("tf32", 64, 128, 16, 2, 2, 4, True, 2, 3, True),
+        mma("tf32", 64, 64, 32, 2, 2, 4, True, 2, 2, True),
+        mma("tf32", 32, 32, 32, 1, 2, 4, True, 2, 3, True),
     ],
     "fp16": [
         mma("fp16", 128, 256, 32, 2, 4, 4, True, 1),
@@ -113,10 +125,16 @@ def threads(params: dict) -> int:
 def local_bytes(params: dict) -> int:
     """Local memory of one work-group: one or two buffers of each slab (MMA_BUFFERS), k
     contiguous in 32-bit words (a tf32 value or two halves each) with 4 spare words per row, and
-    the emulation's scratch."""
-    words_per_row = params["MMA_TILE_K"] // (2 if params["MMA_F16"] else 1) + 4
-    words = (params.get("MMA_BUFFERS", 2) * (params["MMA_TILE_M"] + params["MMA_TILE_N"])
-             * words_per_row)
+    the emulation's scratch. With cp.async, MMA_STAGES buffers, an operand stored along m or n
+    kept so with 8 spare words per row of k (gemm_mma.h, point 8): the larger of the two
+    layouts, whichever the layer's is."""
+    tm, tn, tk = params["MMA_TILE_M"], params["MMA_TILE_N"], params["MMA_TILE_K"]
+    words_per_row = tk // (2 if params["MMA_F16"] else 1) + 4
+    if params.get("MMA_ASYNC"):
+        words = params["MMA_STAGES"] * (max(tm * words_per_row, tk * (tm + 8))
+                                        + max(tn * words_per_row, tk * (tn + 8)))
+    else:
+        words = params.get("MMA_BUFFERS", 2) * (tm + tn) * words_per_row
     if params.get("MMA_EMULATED"):
         words += (16 * 8 + 8 * 8) * params["MMA_WARPS_M"] * params["MMA_WARPS_N"]
     return 4 * words
@@ -139,5 +157,8 @@ def describe(params: dict) -> str:
     return (f"mma {precision_of(params)} {params['MMA_TILE_M']}x{params['MMA_TILE_N']}x"
             f"{params['MMA_TILE_K']} w{params['MMA_WARPS_M']}x{params['MMA_WARPS_N']} "
             f"v{params['MMA_VEC']}" + (" ldm" if params.get("MMA_LDMATRIX") else "")
-            + (" b1" if params.get("MMA_BUFFERS", 2) == 1 else "")
+            + (" b1" if params.get("MMA_BUFFERS", 2) == 1 and not params.get("MMA_ASYNC")
+               else "")
+            + (f" async{params['MMA_STAGES']}" if params.get("MMA_ASYNC") else "")
+            + (" radd" if params.get("MMA_ROUND_ADD") else "")
             + (" emulated" if params.get("MMA_EMULATED") else ""))

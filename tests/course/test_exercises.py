@@ -113,6 +113,9 @@ def test_untouched_stubs_fail_with_not_implemented_naming_the_lesson(student_run
     folder = LESSONS[number].name
     cases = [c for c in root.iter("testcase") if f".{folder}." in f".{c.get('classname')}."]
     assert cases, f"no test of {folder} ran in student mode"
+    skipped = [p for c in cases for p in list(c) if p.tag == "skipped"]
+    if len(skipped) == len(cases):   # e.g. an OpenCL lesson on a machine without OpenCL
+        pytest.skip(f"{folder}: every test skipped: {skipped[0].get('message')}")
     problems = [p for c in cases for p in list(c) if p.tag in ("failure", "error")]
     assert problems, f"{folder}: every test passed against the untouched stubs"
     texts = [(p.get("message") or "") + (p.text or "") for p in problems]

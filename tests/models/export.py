@@ -12,7 +12,7 @@ def export_with_pnnx(folder: Path, module, inputs, **kwargs) -> Path:
     import pnnx
     import torch
 
-    folder = Path(folder)
+    folder = Path(folder).resolve()   # pnnx runs from inside it (below): a relative path breaks
     folder.mkdir(parents=True, exist_ok=True)
     module = module.eval()
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)

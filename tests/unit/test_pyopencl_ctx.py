@@ -117,3 +117,29 @@ def test_same_choice_as_pyopencl_on_this_machine(monkeypatch):
         ours = runtime.match_device_spec(spec, runtime.list_devices())
         if theirs is not None or ":" in spec:  # without ':' Kuiper also tries device names
             assert ours == theirs, (spec, ours, theirs)
+
+
+def test_a_device_that_cannot_build_is_not_chosen_and_asking_for_it_says_why(fake_platforms,
+                                                                           monkeypatch):
+    """PoCL 3.0 on a CPU newer than its LLVM (an AMD Zen 5) fails every build with "unknown
+    target CPU 'generic'": Kuiper's default choice passes it over, and asking for it is a clear
+    OpenCLUnavailableError naming the device and the compiler's complaint."""
+    complaint = "error: unknown target CPU 'generic'"
+    monkeypatch.setattr(runtime, "why_it_cannot_build",
+                        lambda dev: complaint if dev.name.startswith(("pthread", "cpu-")) else None)
+    assert runtime.choose_device().name == "NVIDIA H100"
+    with pytest.raises(OpenCLUnavailableError, match="pthread-Xeon cannot compile.*generic"):
+        runtime.choose_device("portable:0")
+    # nothing else usable (the simulator is never a default): the error says why, not "none"
+    monkeypatch.setattr(runtime, "why_it_cannot_build",
+                        lambda dev: None if "Oclgrind" in dev.name else complaint)
+    with pytest.raises(OpenCLUnavailableError, match="cannot compile OpenCL C.*NumPy backend"):
+        runtime.choose_device()
+    assert runtime.choose_device("oclgrind").name == "Oclgrind Simulator"
+
+
+def test_the_build_probe_answers_none_for_a_device_it_does_not_ask():
+    """Only PoCL's CPU devices are probed (a GPU's build costs more to probe, and the known
+    failure is PoCL's); a stand-in device without a platform is not either."""
+    assert runtime.why_it_cannot_build(SimpleNamespace(name="NVIDIA H100", platform=None,
+                                                       type=0)) is None

@@ -184,6 +184,40 @@ def match_device_spec(spec: str, rows: list[tuple[str, str, object]]):
     return None
 
 
+# PoCL compiles for the CPU that LLVM names for it. PoCL 3.0's LLVM 14 does not know CPUs newer
+# than itself (an AMD Zen 5 comes back as 'generic', which it then refuses as a target: "unknown
+# target CPU 'generic'"), so on such a machine every kernel's build fails. A one-line kernel is
+# built once per process and device to find out: such a device is not chosen by default, and
+# asking for it says why, instead of a failed build in the middle of a model.
+_BUILD_PROBES: dict[int, str | None] = {}
+PROBE_SOURCE = "__kernel void kuiper_probe(__global float *x) { x[get_global_id(0)] *= 2.0f; }"
+
+
+def why_it_cannot_build(device) -> str | None:
+    """None when `device` compiles OpenCL C, else its compiler's complaint. Only PoCL's CPU
+    devices are probed (the one known failure, above; a GPU's build costs more to probe)."""
+    if not compiles_to_native_cpu(device):
+        return None
+    key = device.int_ptr
+    if key not in _BUILD_PROBES:
+        cl = _cl()
+        try:
+            cl.Program(cl.Context([device]), PROBE_SOURCE).build()
+            _BUILD_PROBES[key] = None
+        except cl.Error as e:
+            log = _build_log(e, device).strip().splitlines()
+            reason = next((line for line in log if "error" in line.lower()), str(e).strip())
+            _BUILD_PROBES[key] = reason
+    return _BUILD_PROBES[key]
+
+
+def unbuildable_error(device, reason: str) -> OpenCLUnavailableError:
+    return OpenCLUnavailableError(
+        f"{device.platform.name} / {device.name.strip()} cannot compile OpenCL C on this "
+        f"machine ({reason}): PoCL 3.0's LLVM does not know this CPU. Run the NumPy backend "
+        "(backend='cpu', `--backend cpu`), or use another OpenCL driver for this CPU")
+
+
 def choose_device(device: str | None = None):
     cl = _cl()
     rows = list_devices()
@@ -194,6 +228,9 @@ def choose_device(device: str | None = None):
     if wanted:  # an empty PYOPENCL_CTX counts as unset: Kuiper's own choice below
         dev = match_device_spec(wanted, rows)
         if dev is not None:
+            reason = why_it_cannot_build(dev)
+            if reason is not None:
+                raise unbuildable_error(dev, reason)
             return dev
         # "P:D  platform / device", without the type flags (pyopencl may list them all)
         listing = "\n  ".join(f"{i}  {label.rsplit(' (', 1)[0]}" for i, label, _ in rows)
@@ -203,6 +240,11 @@ def choose_device(device: str | None = None):
             "'1:pthread', ':'), or a piece of a device name. The devices (`kuiper devices`):"
             f"\n  {listing}")
     usable = [r for r in rows if "oclgrind" not in r[1].lower()]
+    broken = [(dev, why_it_cannot_build(dev)) for _, _, dev in usable]
+    broken = [(dev, reason) for dev, reason in broken if reason is not None]
+    usable = [r for r in usable if all(r[2] != dev for dev, _ in broken)]
+    if not usable and broken:
+        raise unbuildable_error(*broken[0])
     for _, _, dev in usable:
         if dev.type & cl.device_type.GPU:
             return dev

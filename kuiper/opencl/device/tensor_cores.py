@@ -8,7 +8,11 @@ assembly must not take the caller down): build gemm_mma for each precision, run 
 product with every edge (M, N, K not multiples of its tiles, a bias, a group of batches) of
 small integers, which TF32 and half hold exactly and whose sums float holds exactly, and
 compare with NumPy bit for bit. A wrong fragment layout, a missing instruction or a bad
-rounding all fail that comparison.
+rounding all fail that comparison. TF32 is also run the way its fastest sets run it (gemm_mma.h,
+point 8: slabs copied by cp.async, which needs the same Ampere-or-later GPU as the TF32 mma, and
+rounded by adding half a unit on the premise that the tensor cores ignore a tf32 operand's 13
+low bits), on the same integers times 1 + 2^-13: a tensor core that read those bits, or rounded
+them instead of dropping them, would not give the integers' sums.
 
 Only NVIDIA devices are asked: every other device (PoCL, Oclgrind, AMD, Intel...) answers "none"
 at once, without a child process. The answer is kept three ways, as the vector-width probe's
@@ -37,8 +41,9 @@ PROBE_TIMEOUT = 120   # seconds: four small programs through NVIDIA's compiler, 
 
 # The child: build gemm_mma (linear.cl's layout: B stored N x K, a bias per column) for each
 # precision with small tiles, its fragments loaded one word at a time and by ldmatrix (the
-# parameter sets use both), run each on 37 x 29 x 45 products, 2 groups x 2 images, and print
-# one line per precision: "tf32 ok", "tf32 wrong <max error>" or "tf32 error <message>".
+# parameter sets use both), and for TF32 also by cp.async with the rounding by an add, run each
+# on 37 x 29 x 45 products, 2 groups x 2 images, and print one line per precision: "tf32 ok",
+# "tf32 wrong <max error>" or "tf32 error <message>".
 PROBE_SCRIPT = r"""
 import sys
 import numpy as np
@@ -59,20 +64,27 @@ bias = rng.integers(-3, 4, n).astype(np.float32)
 want = np.stack([a[i % groups] @ b[i].T for i in range(z)]) + bias
 mf = cl.mem_flags
 buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=v) for v in (a, b, bias)]
+# the same integers with bits below tf32's precision: x (1 + 2^-13) is exact in float32
+noisy = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=v * np.float32(1 + 2**-13))
+         for v in (a, b)]
 c = np.empty((z, m, n), np.float32)
 c_buf = cl.Buffer(context, mf.READ_WRITE, c.nbytes)
+ASYNC = ["-DMMA_ASYNC=1", "-DMMA_STAGES=2", "-DMMA_ROUND_ADD=1"]
 for precision, f16 in (("tf32", 0), ("fp16", 1)):
     try:
         error = 0.0
-        for ldmatrix in (0, 1):
+        for ldmatrix, way in ((0, []), (1, []), (1, ASYNC)):
+            if way and f16:
+                continue
             options = ["-I", kernel_dir, "-DGEMM_MMA=1", "-DTRANS_B=1", f"-DMMA_F16={f16}",
                        "-DMMA_TILE_M=32", "-DMMA_TILE_N=32", "-DMMA_TILE_K=32",
                        "-DMMA_WARPS_M=1", "-DMMA_WARPS_N=2", "-DMMA_VEC=4",
-                       f"-DMMA_LDMATRIX={ldmatrix}", *extra]
+                       f"-DMMA_LDMATRIX={ldmatrix}", *way, *extra]
             program = cl.Program(context, '#include "gemm.h"\n').build(options=options)
             kernel = program.gemm_mma
             i32 = np.int32
-            kernel.set_args(i32(m), i32(n), i32(k), buffers[0], i32(m * k), buffers[1],
+            a_buf, b_buf = noisy if way else buffers[:2]
+            kernel.set_args(i32(m), i32(n), i32(k), a_buf, i32(m * k), b_buf,
                             i32(n * k), c_buf, i32(m * n), buffers[2], i32(2), i32(groups), None)
             tiles = ((n + 31) // 32 * 64, (m + 31) // 32, z)
             # NaN first: a kernel that wrote nothing must not pass on the last run's C
