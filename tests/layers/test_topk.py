@@ -12,7 +12,7 @@ import torch
 import kuiper
 from kuiper import OperatorError
 from kuiper.testing import assert_close, run_operator
-from tests.conftest import opencl_available, opencl_unavailable_reason
+from tests.conftest import skip_without_opencl
 
 T = torch.from_numpy
 
@@ -122,8 +122,7 @@ def test_compare_treats_unsorted_topk_as_sets(rng, export_model, capsys):
     compare` documents that and compares the two as sets, so they agree."""
     from kuiper.bench.compare import compare
 
-    if not opencl_available():
-        pytest.skip(f"it compares the two backends: {opencl_unavailable_reason()}")
+    skip_without_opencl("it compares the two backends")
     x = rng.standard_normal((2, 12, 3)).astype(np.float32)
     expected = UnsortedTopK()(T(x))
     path = export_model("topk_unsorted", UnsortedTopK(), [T(x)])

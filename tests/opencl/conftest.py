@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from tests.conftest import opencl_available
+from tests.conftest import skip_without_opencl
 
 
 class TwoBranchNet(nn.Module):
@@ -27,10 +27,7 @@ class TwoBranchNet(nn.Module):
 
 @pytest.fixture(scope="session")
 def two_branch_model(export_model):
-    if not opencl_available():
-        from kuiper.opencl.device.runtime import INSTALL_HINT
-
-        pytest.skip(f"no OpenCL device: {INSTALL_HINT}")
+    skip_without_opencl()
     torch.manual_seed(0)
     net = TwoBranchNet()
     for m in net.modules():

@@ -17,7 +17,7 @@ import kuiper
 from kuiper.cli.main import main
 from kuiper.graph.pipeline import PASS_NAMES
 from kuiper.testing import assert_close
-from tests.conftest import opencl_available
+from tests.conftest import skip_without_opencl
 from tests.unit.test_graph import write_model
 
 X = "pnnx.Input in 0 1 x #x=(2,3,4,5)f32"
@@ -353,10 +353,7 @@ def test_linear_writes_its_fused_output_into_out(tmp_path):
 
 
 def test_fusion_saves_kernel_launches_on_opencl(models):
-    if not opencl_available():
-        from kuiper.opencl.device.runtime import INSTALL_HINT
-
-        pytest.skip(f"no OpenCL device: {INSTALL_HINT}")
+    skip_without_opencl()
     path, _ = models["fuse"]
     fused = kuiper.load(path, backend="opencl").executor
     unfused = kuiper.load(path, backend="opencl", passes=["fold_constants"]).executor
