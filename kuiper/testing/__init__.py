@@ -121,6 +121,33 @@ def edge_mismatch(actual: Any, expected: Any, rtol: float = EDGE_RTOL) -> str | 
         f" ({int(bad.sum())} elements differ)" if bad.sum() > len(at) else "")
 
 
+def write_param(folder: str | os.PathLike, lines: Sequence[str],
+                weights: dict[str, np.ndarray] | None = None, counts: str | None = None,
+                name: str = "model") -> str:
+    """Write `<folder>/<name>.pnnx.param` by hand: the magic number, the counts line, then
+    `lines` (one operator each, as pnnx writes them); returns its path. `counts` defaults to
+    the operators and the operands the lines name (pass it for a deliberately wrong one).
+    `weights` ({"op.weight": array}), when given, become `<name>.pnnx.bin` (an empty one for
+    {}): a zip of raw little-endian arrays, stored, as pnnx writes it."""
+    if counts is None:
+        operands: set[str] = set()
+        for line in lines:
+            fields = line.split()
+            with contextlib.suppress(IndexError, ValueError):
+                n_in, n_out = int(fields[2]), int(fields[3])
+                operands.update(fields[4:4 + n_in + n_out])
+        counts = f"{len(lines)} {len(operands)}"
+    path = os.path.join(folder, f"{name}.pnnx.param")
+    with open(path, "w") as f:
+        f.write("\n".join(["7767517", counts, *lines]) + "\n")
+    if weights is not None:
+        with zipfile.ZipFile(os.path.join(folder, f"{name}.pnnx.bin"), "w",
+                             zipfile.ZIP_STORED) as z:
+            for entry, array in weights.items():
+                z.writestr(entry, np.ascontiguousarray(array).tobytes())
+    return path
+
+
 def write_expression_model(folder: str | os.PathLike, inputs: Sequence[np.ndarray],
                            exprs: Sequence[str]) -> str:
     """Write `<folder>/model.pnnx.param` with one pnnx.Expression per item of `exprs`, each
@@ -133,10 +160,7 @@ def write_expression_model(folder: str | os.PathLike, inputs: Sequence[np.ndarra
     lines += [f"pnnx.Expression e{k} {len(ins)} 1 {' '.join(ins)} {out} expr={expr}"
               for k, (out, expr) in enumerate(zip(outs, exprs))]
     lines.append(f"pnnx.Output out {len(outs)} 0 {' '.join(outs)}")
-    path = os.path.join(folder, "model.pnnx.param")
-    with open(path, "w") as f:
-        f.write(f"7767517\n{len(lines)} {len(ins) + len(outs)}\n" + "\n".join(lines) + "\n")
-    return path
+    return write_param(folder, lines)
 
 
 def _format_value(value: Any) -> str:
@@ -171,7 +195,7 @@ def write_operator_model(folder: str | os.PathLike, op_type: str,
     the declared shapes (pnnx drops unused outputs).
     """
     params, weights = params or {}, weights or {}
-    lines, n_ops = [], len(inputs) + 2
+    lines = []
     ins = [str(i) for i in range(len(inputs))]
     outs = [str(len(inputs) + k) for k in range(n_outputs)]
     for i, x in enumerate(inputs):
@@ -191,15 +215,9 @@ def write_operator_model(folder: str | os.PathLike, op_type: str,
     lines.append(f"{op_type} {name} {len(ins)} {len(outs)} {' '.join(ins)} {' '.join(outs)} "
                  + " ".join(tokens))
     lines.append(f"pnnx.Output pnnx_output_0 {len(outs)} 0 {' '.join(outs)}")
-    param_path = os.path.join(folder, "model.pnnx.param")
-    with open(param_path, "w") as f:
-        f.write(f"7767517\n{n_ops} {len(ins) + len(outs)}\n" + "\n".join(lines) + "\n")
-    with zipfile.ZipFile(os.path.join(folder, "model.pnnx.bin"), "w", zipfile.ZIP_STORED) as z:
-        for k, w in weights.items():
-            z.writestr(f"{name}.{k}", np.ascontiguousarray(w).tobytes())
-        for i in constants:
-            z.writestr(f"pnnx_const_{i}.data", np.ascontiguousarray(inputs[i]).tobytes())
-    return param_path
+    stored = {f"{name}.{k}": w for k, w in weights.items()}
+    stored.update({f"pnnx_const_{i}.data": inputs[i] for i in constants})
+    return write_param(folder, lines, stored)
 
 
 def run_operator(op_type: str, inputs: Sequence[np.ndarray], params: dict[str, Any] | None = None,

@@ -56,8 +56,9 @@ def emulated(params: dict) -> dict:
 # takes two slabs, 128 x 128 x 8 three. Its 8-warp form comes first: 0.93-1.02x the 4-warp form's
 # rate bare, but a fused epilogue runs once per output at the end, where nothing overlaps it, and
 # with 128 outputs per work-item a GELU costs: ViT-S's 6304 x 1536 x 384 layer with its bias and
-# GELU took 0.182 ms on 4 warps, 0.125 on 8 (bare: 0.115, 0.102; ReLU: 0.115, 0.103). FP16: the winners of 22 variants of the register path
-# (2026-11-28: tiles, one or two buffers, ldmatrix or not), whose rates are in cost.py's
+# GELU took 0.182 ms on 4 warps, 0.125 on 8 (bare: 0.115, 0.102; ReLU: 0.115, 0.103).
+# FP16: the winners of 22 variants of the register path (2026-11-28: tiles, one or two buffers,
+# ldmatrix or not), whose rates are in cost.py's
 # MMA_EFFICIENCY; they load their fragments with ldmatrix, and the big tiles take one local
 # buffer (point 7: a 128 x 128 tile then walks k 32 at a time, 1.1-1.4x faster than with two).
 # FP16 is limited by converting the floats it reads to halves (cp.async cannot convert), and

@@ -1,6 +1,5 @@
 """slice_copy / slice_scatter, scatter_add and index_put against torch, on both backends."""
 
-import zipfile
 
 import numpy as np
 import pytest
@@ -8,7 +7,7 @@ import torch
 
 import kuiper
 from kuiper import OperatorError, ShapeError
-from kuiper.testing import assert_close, run_operator
+from kuiper.testing import assert_close, run_operator, write_param
 
 INT_MAX = 2147483647
 
@@ -16,18 +15,7 @@ INT_MAX = 2147483647
 def write_model(folder, lines: list[str], constants: dict[str, np.ndarray]) -> str:
     """A hand-written .pnnx.param (`lines`, without the header) and a .bin holding the
     `constants` ({"name.data": array}) of its pnnx.Attribute lines."""
-    operands = set()
-    for line in lines:
-        fields = line.split()
-        n_in, n_out = int(fields[2]), int(fields[3])
-        operands.update(fields[4:4 + n_in + n_out])
-    path = f"{folder}/model.pnnx.param"
-    with open(path, "w") as f:
-        f.write(f"7767517\n{len(lines)} {len(operands)}\n" + "\n".join(lines) + "\n")
-    with zipfile.ZipFile(f"{folder}/model.pnnx.bin", "w", zipfile.ZIP_STORED) as z:
-        for name, array in constants.items():
-            z.writestr(name, np.ascontiguousarray(array).tobytes())
-    return path
+    return write_param(folder, lines, constants)
 
 
 def torch_put(x, indices, values, accumulate):

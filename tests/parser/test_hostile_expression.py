@@ -15,13 +15,13 @@ import kuiper
 from kuiper.core.errors import ExpressionError
 from kuiper.parser.expression import evaluate, parse, to_rpn
 from kuiper.parser.expression.ast import MAX_DEPTH
+from kuiper.testing import write_param
 
 
 def write_model(tmp_path, expr: str) -> str:
-    path = tmp_path / "e.pnnx.param"
-    path.write_text("7767517\n3 3\npnnx.Input in 0 1 x #x=(2,3)f32\n"
-                    f"pnnx.Expression e 1 1 x y expr={expr}\npnnx.Output out 1 0 y\n")
-    return str(path)
+    return write_param(tmp_path, ["pnnx.Input in 0 1 x #x=(2,3)f32",
+                                  f"pnnx.Expression e 1 1 x y expr={expr}",
+                                  "pnnx.Output out 1 0 y"], counts="3 3", name="e")
 
 
 def load_error(tmp_path, expr: str, *parts: str) -> str:

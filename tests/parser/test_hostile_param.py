@@ -22,15 +22,14 @@ from kuiper.core.errors import GraphError, KuiperError, ModelFormatError, Operat
 from kuiper.graph.runtime_graph import RuntimeGraph
 from kuiper.parser.files import MAX_PARAM_BYTES, MAX_PARAM_MB
 from kuiper.parser.param import read_param
+from kuiper.testing import write_param
 
 MAGIC = "7767517"
 INPUT = "pnnx.Input in 0 1 x #x=(2,3)f32"
 
 
 def write_model(tmp_path, lines: list[str], counts: str | None = None) -> str:
-    path = tmp_path / "hostile.pnnx.param"
-    path.write_text("\n".join([MAGIC, counts or f"{len(lines)} 9", *lines]) + "\n")
-    return str(path)
+    return write_param(tmp_path, lines, counts=counts or f"{len(lines)} 9", name="hostile")
 
 
 def load_error(path, error=KuiperError, *parts: str) -> str:

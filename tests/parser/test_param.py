@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kuiper
+from kuiper import testing
 from kuiper.core.errors import ModelFormatError
 from kuiper.parser.param import read_param
 from kuiper.parser.values import DTYPES, as_float, parse_dtype_suffix, parse_value
@@ -19,13 +20,11 @@ from kuiper.parser.values import DTYPES, as_float, parse_dtype_suffix, parse_val
 MAGIC = "7767517"
 
 
-def write_param(tmp_path, lines: list[str], counts: str | None = None,
-                name: str = "model.pnnx.param") -> str:
-    """Write magic + counts + operator lines; counts default to '<len(lines)> 0'."""
-    counts = counts if counts is not None else f"{len(lines)} 0"
-    path = tmp_path / name
-    path.write_text("\n".join([MAGIC, counts, *lines]) + "\n")
-    return str(path)
+def write_param(tmp_path, lines: list[str], counts: str | None = None) -> str:
+    """Magic + counts + operator lines (kuiper.testing.write_param); counts default to
+    '<len(lines)> 0', which the parser does not hold the file to."""
+    return testing.write_param(tmp_path, lines,
+                               counts=counts if counts is not None else f"{len(lines)} 0")
 
 
 def parse_lines(tmp_path, lines: list[str], counts: str | None = None):

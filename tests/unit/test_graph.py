@@ -6,25 +6,18 @@ on the operator families other people are writing.
 
 from __future__ import annotations
 
-import zipfile
-
 import numpy as np
 import pytest
 
 import kuiper
 from kuiper import GraphError, GraphState, InputError, UnsupportedOperatorError
 from kuiper.graph.runtime_graph import RuntimeGraph
+from kuiper.testing import write_param
 
 
 def write_model(tmp_path, lines: list[str], weights: dict[str, np.ndarray] | None = None,
                 name: str = "g") -> str:
-    path = tmp_path / f"{name}.pnnx.param"
-    path.write_text("\n".join(["7767517", f"{len(lines)} 0", *lines]) + "\n")
-    if weights is not None:
-        with zipfile.ZipFile(tmp_path / f"{name}.pnnx.bin", "w", zipfile.ZIP_STORED) as z:
-            for entry, array in weights.items():
-                z.writestr(entry, array.tobytes())
-    return str(path)
+    return write_param(tmp_path, lines, weights, name=name)
 
 
 RELU2 = [

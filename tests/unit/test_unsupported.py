@@ -7,6 +7,7 @@ import pytest
 
 import kuiper
 from kuiper.cli.main import main
+from kuiper.testing import write_param
 
 INPUT = "pnnx.Input in0 0 1 0 #0=(1,3,8,8)f32"
 
@@ -17,9 +18,7 @@ def write_model(tmp_path, body: list[str]) -> str:
     for k, op in enumerate(body):
         lines.append(f"{op} 1 1 {k} {k + 1} #{k}=(1,3,8,8)f32 #{k + 1}=(1,3,8,8)f32")
     lines.append(f"pnnx.Output out0 1 0 {len(body)} #{len(body)}=(1,3,8,8)f32")
-    path = tmp_path / "m.pnnx.param"
-    path.write_text("\n".join(["7767517", f"{len(lines)} {len(body) + 1}", *lines]) + "\n")
-    return str(path)
+    return write_param(tmp_path, lines, name="m")
 
 
 MIXED = ["torch.frobnicate frob", "nn.ReLU relu", "nn.ReLu typo", "mymods.Swish2 act",
