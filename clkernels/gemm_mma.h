@@ -424,41 +424,35 @@ inline void mma_async_wait(void)
 #endif
 }
 
-// Chunk v (4 values along the operand's contiguous axis) of the slab starting at k0, into local
-// buffer `buf`: where it lies in the slab, how many of its values are inside the matrix
-#if TRANS_A   // A stored K x M: [k][m]
-#define MMA_A_CHUNK_COPY(v, k0, buf)                                                          \
-    {                                                                                         \
-        const int k = (v) / (MMA_TILE_M / 4), m = ((v) % (MMA_TILE_M / 4)) * 4;               \
-        const int gm = m0 + m, gk = (k0) + k;                                                 \
-        const int valid = gk < K ? clamp(M - gm, 0, 4) : 0;                                  \
-        mma_copy4(As[buf] + k * MMA_LDT_M + m, valid ? A + A_INDEX(gm, gk) : A, valid);       \
-    }
-#else         // A stored M x K: [m][k]
-#define MMA_A_CHUNK_COPY(v, k0, buf)                                                          \
-    {                                                                                         \
-        const int m = (v) / (MMA_TILE_K / 4), k = ((v) % (MMA_TILE_K / 4)) * 4;               \
-        const int gm = m0 + m, gk = (k0) + k;                                                 \
-        const int valid = gm < M ? clamp(K - gk, 0, 4) : 0;                                   \
-        mma_copy4(As[buf] + m * MMA_LDW + k, valid ? A + A_INDEX(gm, gk) : A, valid);         \
-    }
+// Chunk v of a slab, 4 values along the operand's contiguous axis: the slab's rows ("outer",
+// `ld` words apart in local memory) are the matrix's rows (`stride` values apart in memory), the
+// chunk is at (outer, inner) = (v / per_row, 4 (v % per_row)) of the slab, at (outer0 + outer,
+// inner0 + inner) of the matrix, and only its values inside outer_limit x inner_limit are read
+inline void mma_copy_chunk(__local uint *slab, const int ld, const int per_row, const int v,
+                           __global const float *matrix, const int stride, const int outer0,
+                           const int inner0, const int outer_limit, const int inner_limit)
+{
+    const int outer = v / per_row, inner = (v % per_row) * 4;
+    const int go = outer0 + outer, gi = inner0 + inner;
+    const int valid = go < outer_limit ? clamp(inner_limit - gi, 0, 4) : 0;
+    mma_copy4(slab + outer * ld + inner, valid ? matrix + go * stride + gi : matrix, valid);
+}
+
+// ... for each operand's layout: A stored K x M ([k][m]) or M x K ([m][k]), B stored N x K
+// ([n][k]) or K x N ([k][n])
+#if TRANS_A
+#define MMA_A_CHUNK_COPY(v, k0, buf) \
+    mma_copy_chunk(As[buf], MMA_LDT_M, MMA_TILE_M / 4, v, A, M, k0, m0, K, M)
+#else
+#define MMA_A_CHUNK_COPY(v, k0, buf) \
+    mma_copy_chunk(As[buf], MMA_LDW, MMA_TILE_K / 4, v, A, K, m0, k0, M, K)
 #endif
-#if TRANS_B   // B stored N x K: [n][k]
-#define MMA_B_CHUNK_COPY(v, k0, buf)                                                          \
-    {                                                                                         \
-        const int n = (v) / (MMA_TILE_K / 4), k = ((v) % (MMA_TILE_K / 4)) * 4;               \
-        const int gn = n0 + n, gk = (k0) + k;                                                 \
-        const int valid = gn < N ? clamp(K - gk, 0, 4) : 0;                                   \
-        mma_copy4(Bs[buf] + n * MMA_LDW + k, valid ? B + B_INDEX(gk, gn) : B, valid);         \
-    }
-#else         // B stored K x N: [k][n]
-#define MMA_B_CHUNK_COPY(v, k0, buf)                                                          \
-    {                                                                                         \
-        const int k = (v) / (MMA_TILE_N / 4), n = ((v) % (MMA_TILE_N / 4)) * 4;               \
-        const int gn = n0 + n, gk = (k0) + k;                                                 \
-        const int valid = gk < K ? clamp(N - gn, 0, 4) : 0;                                  \
-        mma_copy4(Bs[buf] + k * MMA_LDT_N + n, valid ? B + B_INDEX(gk, gn) : B, valid);       \
-    }
+#if TRANS_B
+#define MMA_B_CHUNK_COPY(v, k0, buf) \
+    mma_copy_chunk(Bs[buf], MMA_LDW, MMA_TILE_K / 4, v, B, K, n0, k0, N, K)
+#else
+#define MMA_B_CHUNK_COPY(v, k0, buf) \
+    mma_copy_chunk(Bs[buf], MMA_LDT_N, MMA_TILE_N / 4, v, B, N, k0, n0, K, N)
 #endif
 #define MMA_A_SLAB_CHUNKS (MMA_TILE_M * MMA_TILE_K / 4)
 #define MMA_B_SLAB_CHUNKS (MMA_TILE_N * MMA_TILE_K / 4)
@@ -588,12 +582,12 @@ void gemm_mma(GEMM_ARGS)
     for (int l = 0; l < MMA_A_CHUNKS; ++l) {                                                  \
         const int v = tid + l * MMA_THREADS;                                                  \
         if (v < MMA_A_SLAB_CHUNKS)                                                            \
-            MMA_A_CHUNK_COPY(v, k0, buf)                                                      \
+            MMA_A_CHUNK_COPY(v, k0, buf);                                                     \
     }                                                                                         \
     for (int l = 0; l < MMA_B_CHUNKS; ++l) {                                                  \
         const int v = tid + l * MMA_THREADS;                                                  \
         if (v < MMA_B_SLAB_CHUNKS)                                                            \
-            MMA_B_CHUNK_COPY(v, k0, buf)                                                      \
+            MMA_B_CHUNK_COPY(v, k0, buf);                                                     \
     }                                                                                         \
     mma_async_commit();   /* one batch per slab, empty ones included: wait_group counts them */
 
