@@ -12,8 +12,9 @@ How it runs (layers/cpu_helpers/im2col.py explains the column matrix):
   method);
 - with one input channel per group (depthwise) one GEMM over all channels does not exist (each
   channel has its own weights), so we work on tap_gemm's wide grid, where each shifted view
-  is contiguous: add up kh*kw shifted views, each scaled by its weight, or on small planes
-  copy them into a per-channel column matrix for one batched matmul (`depthwise_lowering`).
+  is contiguous: add up kh*kw shifted views, each scaled by its weight, or (the default) copy
+  them into a per-channel column matrix, a block of channels at a time, for one batched matmul
+  (`depthwise_lowering`).
 
 PNNX writes `nn.Conv2d` with `@weight` (Cout, Cin/groups, kh, kw) and `@bias`; a BatchNorm after
 a conv is already folded into them (`convbn2d_N`). `F.conv2d` takes the weight (and bias) as

@@ -36,8 +36,10 @@ two ways (`depthwise_taps`):
   one batched matmul (weights (M, kh*kw) @ columns (kh*kw, positions) per channel) does every
   multiply-add. Two NumPy passes per tap (the taps' way) cost little on long rows, but on
   small planes each pass is hundreds of short inner loops, one per channel; the copies are
-  cheaper than that, and BLAS adds the nine products in registers.
-`DEPTHWISE_COLUMNS_UP_TO` chooses between them by the grid's length per channel.
+  cheaper than that, and BLAS adds the nine products in registers. The channels go through
+  in blocks whose columns fill about `COLUMN_BLOCK_BYTES`: a whole large layer's columns (11 MB
+  for 96 channels of 112 x 112 at stride 2) would be written to memory and read back.
+"auto" is "columns" (`COLUMN_BLOCK_BYTES` says why, with the measurements).
 """
 
 from __future__ import annotations
@@ -157,14 +159,18 @@ def conv2d_taps(xp: np.ndarray, taps: np.ndarray, bias: np.ndarray | None,
     return cut_grid(grid, ho, wq, wo, write, into)
 
 
-# Grid positions per channel up to which a depthwise convolution runs by "columns". Measured
-# on MobileNetV2's layers (2-core AMD EPYC, OpenBLAS, one process, medians of 40 runs, ms
-# taps -> columns): 384 channels of 14x14 (222 positions) 0.99 -> 0.34, 960 of 7x7 (61)
+# The column matrix of one block of channels (depthwise_taps' "columns"). Measured on
+# MobileNetV2's layers (2-core AMD EPYC Zen 3, OpenBLAS, one process, medians of 40
+# runs, ms taps -> columns): 384 channels of 14x14 (222 positions) 0.99 -> 0.34, 960 of 7x7 (61)
 # 0.62 -> 0.41, 192 of 28x28 (838) 1.20 -> 0.60, stride 2 from 56x56 (811) 1.18 -> 0.68; taps
-# ahead on long rows: stride 2 from 112x112 (3,191) 2.60 -> 3.03, 144 of 56x56 (3,246)
-# 1.16 -> 2.65, 32 of 112x112 (12,766) 1.10 -> 1.63 (the column matrix leaves the caches).
-# Inside the model (padding and the output's cut included) the 17 layers: 20-21 -> 15-16 ms.
-DEPTHWISE_COLUMNS_UP_TO = 2048
+# ahead on long rows with every channel's columns at once: stride 2 from 112x112 (3,191) 2.60
+# -> 3.03, 144 of 56x56 (3,246) 1.16 -> 2.65, 32 of 112x112 (12,766) 1.10 -> 1.63 (the column
+# matrix leaves the caches). In blocks of channels (COLUMN_BLOCK_BYTES) columns win there too
+# (2-core AMD EPYC Zen 5, medians of 15 interleaved runs, ms taps / all columns / blocks): 1.01
+# / 1.24 / 0.93, 0.84 / 1.25 / 0.71, 0.76 / 1.10 / 0.71 (blocks of 1-4 MB within 10% of each
+# other); so "auto" takes columns everywhere. MobileNetV2 whole, the tree before and after in
+# alternating processes, eight pairs: new faster in seven, 0.92x the time at the median.
+COLUMN_BLOCK_BYTES = 2 << 20
 
 
 def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
@@ -176,7 +182,7 @@ def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
 
     `w` is (G, M, kh*kw), M output channels per group (a channel multiplier); `bias` (G*M,).
     Every tap adds `w[g, m, t] * shifted input channel g` into output channel (g, m), by
-    `method` "taps" or "columns" (the module's docstring), or "auto": columns on short grids.
+    `method` "taps" or "columns" (the module's docstring), or "auto" (columns).
     The result is a new array, or `into` (see `cut_grid`).
     """
     n, g = xp.shape[:2]
@@ -186,13 +192,16 @@ def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
     grid = workspace("tap_grid", (n, g, m, ho * wq), np.float32)
     out = grid[..., :length]
     taps = list(tap_offsets(kernel, stride, dilation, wq))
-    if method == "auto":
-        method = "columns" if length <= DEPTHWISE_COLUMNS_UP_TO else "taps"
-    if method == "columns":
-        columns = workspace("tap_columns", (n, g, len(taps), length), np.float32)
-        for t, phase, start in taps:
-            columns[:, :, t] = planes[:, phase, :, start:start + length]
-        np.matmul(w, columns, out=out)  # (G, M, T) @ (N, G, T, length), one BLAS call per (n, g)
+    if method in ("auto", "columns"):
+        block = max(1, min(g, COLUMN_BLOCK_BYTES // (4 * n * len(taps) * length)))
+        columns = workspace("tap_columns", (n, block, len(taps), length), np.float32)
+        for c0 in range(0, g, block):
+            c1 = min(g, c0 + block)
+            cols = columns[:, :c1 - c0]
+            for t, phase, start in taps:
+                cols[:, :, t] = planes[:, phase, c0:c1, start:start + length]
+            # (M, T) @ (T, length) for each image and channel of the block: one BLAS call each
+            np.matmul(w[c0:c1], cols, out=out[:, c0:c1])
     else:
         product = workspace("tap_product", out.shape, np.float32)
         for t, phase, start in taps:

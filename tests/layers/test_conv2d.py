@@ -124,22 +124,32 @@ def test_conv2d_depthwise_methods_all_parameter_combinations(rng, monkeypatch, m
     assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
 
 
-@pytest.mark.parametrize("shape,stride,method", [
-    ((2, 37, 61, 45), 1, "taps"),      # 60 rows of 47 + 45: past the threshold
-    ((1, 24, 97, 91), 2, "taps"),      # stride 2: phases of 47 columns, 49 rows
-    ((1, 24, 57, 63), 2, "columns"),   # 28 rows of 33 + 32
-    ((3, 40, 5, 3), 1, "columns"),
+@pytest.mark.parametrize("shape,stride", [
+    ((2, 37, 61, 45), 1),   # 60 rows of 47 + 45 grid positions per channel, two images
+    ((1, 24, 97, 91), 2),   # stride 2: phases of 47 columns, 49 rows
+    ((1, 24, 57, 63), 2),
+    ((3, 40, 5, 3), 1),
 ])
-def test_depthwise_auto_on_both_sides_of_the_threshold(rng, shape, stride, method):
-    """The default ("auto") on grids that pick each method (the assert says which)."""
+@pytest.mark.parametrize("blocks", ["default", "one channel each", "a shorter last block"])
+@pytest.mark.parametrize("multiplier", [1, 2])
+def test_depthwise_auto_in_blocks_of_channels(rng, monkeypatch, shape, stride, blocks,
+                                              multiplier):
+    """The default ("auto": columns) with the channels in blocks of tap_gemm.COLUMN_BLOCK_BYTES:
+    as set, one channel per block, and blocks that leave a shorter last one; one output
+    channel per input channel, and two (a channel multiplier)."""
+    n, c = shape[:2]
     ho, wo = (shape[2] - 1) // stride + 1, (shape[3] - 1) // stride + 1
     length = (ho - 1) * -(-(shape[3] + 2) // stride) + wo  # tap_gemm.wide_grid's
-    assert (length <= tap_gemm.DEPTHWISE_COLUMNS_UP_TO) == (method == "columns")
+    per_channel = 4 * n * 9 * length                        # bytes of one channel's columns
+    if blocks == "one channel each":
+        monkeypatch.setattr(tap_gemm, "COLUMN_BLOCK_BYTES", per_channel)
+    elif blocks == "a shorter last block":
+        size = next(k for k in range(2, c) if c % k)
+        monkeypatch.setattr(tap_gemm, "COLUMN_BLOCK_BYTES", size * per_channel)
     x = rng.standard_normal(shape).astype(np.float32)
-    c = shape[1]
-    w = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(c).astype(np.float32)
-    params = conv_params(c, c, 3, stride, 1, 1, c)
+    w = rng.standard_normal((c * multiplier, 1, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(c * multiplier).astype(np.float32)
+    params = conv_params(c, c * multiplier, 3, stride, 1, 1, c)
     (y,) = run_operator("nn.Conv2d", [x], params=params, weights={"weight": w, "bias": b})
     assert_close(y, torch_conv(torch.nn.Conv2d, x, w, b, **params))
 
