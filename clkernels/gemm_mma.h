@@ -109,7 +109,9 @@
 //    - the values arrive as float32, not tf32: each fragment word is rounded when it is loaded
 //      from local memory (cvt.rna, as point 3; with -DMMA_ROUND_ADD=1 by adding half of the
 //      dropped bits' unit, which is the same rounding where the tensor cores ignore the 13 low
-//      bits of a tf32 operand: one integer add instead of a conversion).
+//      bits of a tf32 operand: one integer add instead of a conversion; the probe checks that
+//      premise. Infinities and NaNs stay what they are, except a NaN whose payload lies only in
+//      those 13 bits, which reads as an infinity: float32 arithmetic makes no such NaN).
 //    A 16-byte copy needs a 16-byte-aligned source: a chunk of 4 values that is not (a row
 //    length that is not a multiple of 4) goes as four 4-byte copies; a chunk past the matrix's
 //    edge copies only its valid values and the hardware fills the rest with zeros (the copy's
@@ -373,7 +375,8 @@ inline void mma_ldmatrix(uint *r0, uint *r1, uint *r2, uint *r3, __local const u
 inline uint mma_round_word(const uint word)
 {
 #if MMA_ROUND_ADD && !MMA_EMULATED
-    return word + 0x1000u;   // the mma ignores the 13 low bits: round to nearest, ties away
+    // the mma ignores the 13 low bits (tensor_cores.py's probe checks it): to nearest, ties away
+    return word + 0x1000u;
 #else
     return mma_tf32(as_float(word));
 #endif
@@ -400,8 +403,7 @@ inline void mma_copy4(__local uint *dst, __global const float *src, const int va
 #endif
 }
 
-// Close the batch of copies this work-item issued; wait until at most MMA_STAGES - 2 batches
-// are in flight, i.e. the oldest one (the slab about to be used) has landed
+// Close the batch of copies this work-item has issued since the last one (one batch per slab)
 inline void mma_async_commit(void)
 {
 #if !MMA_EMULATED
@@ -409,17 +411,17 @@ inline void mma_async_commit(void)
 #endif
 }
 
-#define MMA_STRINGIFY(x) #x
-#define MMA_WAIT_GROUP(n) "cp.async.wait_group " MMA_STRINGIFY(n) ";"
+// Wait until at most MMA_STAGES - 2 of this work-item's batches are in flight: the oldest one,
+// the slab about to be used, has landed (the count is an immediate operand, hence the cases)
 inline void mma_async_wait(void)
 {
 #if !MMA_EMULATED
 #if MMA_STAGES == 2
-    asm volatile(MMA_WAIT_GROUP(0) : : : "memory");
+    asm volatile("cp.async.wait_group 0;" : : : "memory");
 #elif MMA_STAGES == 3
-    asm volatile(MMA_WAIT_GROUP(1) : : : "memory");
+    asm volatile("cp.async.wait_group 1;" : : : "memory");
 #else
-    asm volatile(MMA_WAIT_GROUP(2) : : : "memory");
+    asm volatile("cp.async.wait_group 2;" : : : "memory");
 #endif
 #endif
 }
