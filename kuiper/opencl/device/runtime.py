@@ -212,10 +212,13 @@ def why_it_cannot_build(device) -> str | None:
 
 
 def unbuildable_error(device, reason: str) -> OpenCLUnavailableError:
+    why = ("its LLVM does not know this CPU" if "unknown target CPU" in reason
+           else "its compiler fails on a one-line kernel")
     return OpenCLUnavailableError(
         f"{device.platform.name} / {device.name.strip()} cannot compile OpenCL C on this "
-        f"machine ({reason}): PoCL 3.0's LLVM does not know this CPU. Run the NumPy backend "
-        "(backend='cpu', `--backend cpu`), or use another OpenCL driver for this CPU")
+        f"machine ({reason}): {why}. Run the NumPy backend "
+        "(backend='cpu', `--backend cpu`), the Oclgrind simulator where it is installed "
+        "(device='oclgrind': every kernel runs, slowly), or another OpenCL driver for this CPU")
 
 
 def choose_device(device: str | None = None):
