@@ -133,7 +133,8 @@ def test_a_device_that_cannot_build_is_not_chosen_and_asking_for_it_says_why(fak
     # nothing else usable (the simulator is never a default): the error says why, not "none"
     monkeypatch.setattr(runtime, "why_it_cannot_build",
                         lambda dev: None if "Oclgrind" in dev.name else complaint)
-    with pytest.raises(OpenCLUnavailableError, match="cannot compile OpenCL C.*does not know this CPU.*NumPy backend"):
+    with pytest.raises(OpenCLUnavailableError,
+                       match="cannot compile OpenCL C.*does not know this CPU.*NumPy backend"):
         runtime.choose_device()
     assert runtime.choose_device("oclgrind").name == "Oclgrind Simulator"
 
