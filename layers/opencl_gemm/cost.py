@@ -58,7 +58,10 @@ def ceil_to(value: int, multiple: int) -> int:
 # TFLOP/s (25% of 495; 2026-11-29, the three layouts within 6% of each other), FP16 up to 80 (8%
 # of 989, linear.cl's layout, 2026-11-28: converting the floats it reads to halves costs; the
 # other layouts 0.8-1.0x of it), gemm_tiled 36-38 in fp32. A product too small to fill the
-# device with their big tiles stays on a (split-K) gemm_tiled set.
+# device with their big tiles stays on a (split-K) gemm_tiled set. The two 128 x 128 x 16 TF32
+# sets ran within 7% of each other bare; the 8-warp one is rated above the 4-warp one because
+# a fused GELU cost the 4-warp one 1.46x and it 1.23x (mma_sets.py: this model has no epilogue
+# term).
 TENSOR_PEAK = {"tf32": 7.4, "fp16": 14.8}
 MMA_EFFICIENCY = {
     "tf32": {(128, 128, 16, 256): 0.25, (128, 128, 16, 128): 0.245, (128, 128, 8, 128): 0.232,

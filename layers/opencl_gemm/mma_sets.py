@@ -58,9 +58,9 @@ def emulated(params: dict) -> dict:
 # with 128 outputs per work-item a GELU costs: ViT-S's 6304 x 1536 x 384 layer with its bias and
 # GELU took 0.182 ms on 4 warps, 0.125 on 8 (bare: 0.115, 0.102; ReLU: 0.115, 0.103).
 # FP16: the winners of 22 variants of the register path (2026-11-28: tiles, one or two buffers,
-# ldmatrix or not), whose rates are in cost.py's
-# MMA_EFFICIENCY; they load their fragments with ldmatrix, and the big tiles take one local
-# buffer (point 7: a 128 x 128 tile then walks k 32 at a time, 1.1-1.4x faster than with two).
+# ldmatrix or not), whose rates are in cost.py's MMA_EFFICIENCY; they load their fragments with
+# ldmatrix, and the big tiles take one local buffer (point 7: a 128 x 128 tile then walks k 32
+# at a time, 1.1-1.4x faster than with two).
 # FP16 is limited by converting the floats it reads to halves (cp.async cannot convert), and
 # takes the widest tile. `kuiper tune` times them all; tests/benchmarks/gemm_precision.py times
 # 4096^3.
@@ -157,7 +157,7 @@ def why_not(params: dict, device) -> str | None:
 
 
 def describe(params: dict) -> str:
-    """'mma tf32 128x128x16 w2x4 v4' (+ ' ldm', ' b1', ' emulated')."""
+    """'mma tf32 128x128x16 w2x4 v4' (+ ' ldm', ' b1' or ' async2', ' radd', ' emulated')."""
     return (f"mma {precision_of(params)} {params['MMA_TILE_M']}x{params['MMA_TILE_N']}x"
             f"{params['MMA_TILE_K']} w{params['MMA_WARPS_M']}x{params['MMA_WARPS_N']} "
             f"v{params['MMA_VEC']}" + (" ldm" if params.get("MMA_LDMATRIX") else "")

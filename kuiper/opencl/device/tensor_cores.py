@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 ENV = "KUIPER_TENSOR_CORES"
 FILE_NAME = "tensor_cores.json"
 PRECISIONS = ("tf32", "fp16")
-PROBE_TIMEOUT = 120   # seconds: four small programs through NVIDIA's compiler, with room to spare
+PROBE_TIMEOUT = 120   # seconds: five small programs through NVIDIA's compiler, with room to spare
 
 # The child: build gemm_mma (linear.cl's layout: B stored N x K, a bias per column) for each
 # precision with small tiles, its fragments loaded one word at a time and by ldmatrix (the
