@@ -103,15 +103,16 @@
 //    in memory, MMA_STAGES of them in flight in a ring of local buffers: while the tensor cores
 //    work on slab s, slabs s + 1 .. s + MMA_STAGES - 1 are on their way. Two consequences:
 //    - an operand stored along m or n (A stored K x M, B stored K x N: the convolutions' B) is
-//      kept that way, [k][row], rows MMA_LDT = tile + 8 words apart (8 mod 32: the lanes of a
-//      fragment load, k = t and row = g, hit 32 different banks), and its fragments are read a
+//      kept that way, [k][row], rows MMA_LDT = tile + 8 words apart (8 mod 32 for the sets'
+//      tiles, multiples of 32: the lanes of a fragment load, k = t and row = g, hit 32
+//      different banks), and its fragments are read a
 //      word at a time (ldmatrix's transposing form moves 16-bit values, not 32-bit ones);
-//    - the values arrive as float32, not tf32: each fragment word is rounded when it is loaded
-//      from local memory (cvt.rna, as point 3; with -DMMA_ROUND_ADD=1 by adding half of the
-//      dropped bits' unit, which is the same rounding where the tensor cores ignore the 13 low
-//      bits of a tf32 operand: one integer add instead of a conversion; the probe checks that
-//      premise. Infinities and NaNs stay what they are, except a NaN whose payload lies only in
-//      those 13 bits, which reads as an infinity: float32 arithmetic makes no such NaN).
+//    - the values arrive as float32, not tf32: each fragment word is rounded (cvt.rna, as in
+//      point 3) when it is loaded from local memory. (Adding half of the dropped bits' unit and
+//      letting the tensor cores drop the 13 low bits ran 2-6% faster on an H200 and gave the same
+//      bits on numbers, but the add carries a NaN's mantissa into its sign: NVIDIA's NaN
+//      0x7fffffff became -0. Guarding it takes three more operations per word, not measured:
+//      the conversion stays.)
 //    A 16-byte copy needs a 16-byte-aligned source: a chunk of 4 values that is not (a row
 //    length that is not a multiple of 4) goes as four 4-byte copies; a chunk past the matrix's
 //    edge copies only its valid values and the hardware fills the rest with zeros (the copy's
@@ -119,8 +120,8 @@
 //
 // -D options (the host's parameter sets): MMA_F16 (0: TF32, 1: FP16), MMA_TILE_M / _N / _K,
 // MMA_WARPS_M / _N, MMA_VEC (1, 2 or 4), MMA_LDMATRIX, MMA_BUFFERS, MMA_ASYNC, MMA_STAGES,
-// MMA_ROUND_ADD, MMA_EMULATED. Names apart from gemm_tiled.h's, which is compiled into the
-// same program with its own defaults.
+// MMA_EMULATED. Names apart from gemm_tiled.h's, which is compiled into the same program with
+// its own defaults.
 
 #ifndef KUIPER_GEMM_MMA_H
 #define KUIPER_GEMM_MMA_H
@@ -160,9 +161,6 @@
 #endif
 #ifndef MMA_STAGES
 #define MMA_STAGES 2
-#endif
-#ifndef MMA_ROUND_ADD  // point 8: fragments rounded by an integer add, not cvt.rna
-#define MMA_ROUND_ADD 0
 #endif
 #if MMA_ASYNC && (MMA_F16 || HALF_A || HALF_B)
 #error "MMA_ASYNC copies float32 slabs as they lie in memory: TF32 only, no half operands"
@@ -374,12 +372,7 @@ inline void mma_ldmatrix(uint *r0, uint *r1, uint *r2, uint *r3, __local const u
 // The tf32 word the tensor cores read for a float32 word copied as it was (point 8)
 inline uint mma_round_word(const uint word)
 {
-#if MMA_ROUND_ADD && !MMA_EMULATED
-    // the mma ignores the 13 low bits (tensor_cores.py's probe checks it): to nearest, ties away
-    return word + 0x1000u;
-#else
     return mma_tf32(as_float(word));
-#endif
 }
 
 // src[0 .. valid - 1] into dst[0 ..] and zeros up to 4 values, without a register on the way

@@ -193,15 +193,17 @@ def depthwise_taps(xp: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
     out = grid[..., :length]
     taps = list(tap_offsets(kernel, stride, dilation, wq))
     if method in ("auto", "columns"):
-        block = max(1, min(g, COLUMN_BLOCK_BYTES // (4 * n * len(taps) * length)))
-        columns = workspace("tap_columns", (n, block, len(taps), length), np.float32)
-        for c0 in range(0, g, block):
-            c1 = min(g, c0 + block)
-            cols = columns[:, :c1 - c0]
-            for t, phase, start in taps:
-                cols[:, :, t] = planes[:, phase, c0:c1, start:start + length]
-            # (M, T) @ (T, length) for each image and channel of the block: one BLAS call each
-            np.matmul(w[c0:c1], cols, out=out[:, c0:c1])
+        # one image at a time: a block of channels of a whole batch would outgrow the caches
+        block = max(1, min(g, COLUMN_BLOCK_BYTES // (4 * len(taps) * length)))
+        columns = workspace("tap_columns", (block, len(taps), length), np.float32)
+        for image in range(n):
+            for c0 in range(0, g, block):
+                c1 = min(g, c0 + block)
+                cols = columns[:c1 - c0]
+                for t, phase, start in taps:
+                    cols[:, t] = planes[image, phase, c0:c1, start:start + length]
+                # (M, T) @ (T, length) for each channel of the block: one BLAS call each
+                np.matmul(w[c0:c1], cols, out=out[image, c0:c1])
     else:
         product = workspace("tap_product", out.shape, np.float32)
         for t, phase, start in taps:

@@ -54,19 +54,19 @@ def ceil_to(value: int, multiple: int) -> int:
 # device_rates reports: an H100 SXM has 495 TFLOP/s of dense TF32 and 989 of FP16 against 67 of
 # FP32 FMAs (an A100: 156 and 312 against 19.5, the same ratios within 10%). The fraction of that
 # peak each gemm_mma set reaches, keyed by (tile m, tile n, tile k, work-items), as measured on an
-# NVIDIA H200 (driver 580.159.04, 4096^3): TF32 with its slabs copied by cp.async up to 126
-# TFLOP/s (25% of 495; 2026-11-29, the three layouts within 6% of each other), FP16 up to 80 (8%
-# of 989, linear.cl's layout, 2026-11-28: converting the floats it reads to halves costs; the
-# other layouts 0.8-1.0x of it), gemm_tiled 36-38 in fp32. A product too small to fill the
-# device with their big tiles stays on a (split-K) gemm_tiled set. The two 128 x 128 x 16 TF32
-# sets ran within 7% of each other bare; the 8-warp one is rated above the 4-warp one because
-# a fused GELU cost the 4-warp one 1.46x and it 1.23x (mma_sets.py: this model has no epilogue
-# term).
+# NVIDIA H200 (driver 580.159.04, 4096^3): TF32 with its slabs copied by cp.async up to 119
+# TFLOP/s (24% of 495; 2026-11-29, the mean of the three layouts, within 8% of each other), FP16
+# up to 80 (8% of 989, linear.cl's layout, 2026-11-28: converting the floats it reads to halves
+# costs; the other layouts 0.8-1.0x of it), gemm_tiled 36-38 in fp32. A product too small to
+# fill the device with their big tiles stays on a (split-K) gemm_tiled set. The 4-warp 128 x 128
+# TF32 tiles are rated below what they ran bare (0.238 and 0.225): with 128 outputs per
+# work-item a fused GELU took them 1.58x their bare time, the 8-warp tile 1.23x (mma_sets.py),
+# and this model has no epilogue term.
 TENSOR_PEAK = {"tf32": 7.4, "fp16": 14.8}
 MMA_EFFICIENCY = {
-    "tf32": {(128, 128, 16, 256): 0.25, (128, 128, 16, 128): 0.245, (128, 128, 8, 128): 0.232,
-             (128, 64, 16, 128): 0.19, (64, 128, 16, 128): 0.193, (64, 64, 32, 128): 0.16,
-             (32, 32, 32, 64): 0.085},
+    "tf32": {(128, 128, 16, 256): 0.216, (128, 128, 16, 128): 0.21, (128, 128, 8, 128): 0.2,
+             (128, 64, 16, 128): 0.186, (64, 128, 16, 128): 0.191, (64, 64, 32, 128): 0.155,
+             (32, 32, 32, 64): 0.082},
     "fp16": {(128, 256, 32, 256): 0.08, (128, 128, 64, 256): 0.055, (256, 128, 32, 256): 0.055,
              (128, 128, 32, 128): 0.054, (64, 128, 64, 128): 0.054, (64, 64, 64, 128): 0.043,
              (32, 32, 32, 64): 0.032},

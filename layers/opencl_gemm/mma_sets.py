@@ -24,13 +24,11 @@ WARP = 32
 
 
 def mma(precision: str, tm: int, tn: int, tk: int, warps_m: int, warps_n: int,
-        vec: int = 4, ldmatrix: bool = False, buffers: int = 2, stages: int = 0,
-        round_add: bool = False) -> dict:
+        vec: int = 4, ldmatrix: bool = False, buffers: int = 2, stages: int = 0) -> dict:
     """A gemm_mma set: a tm x tn tile of C per work-group of warps_m x warps_n warps, K walked
     tk at a time, global loads of `vec` values, fragments loaded by `ldmatrix` or one word at a
     time, `buffers` local buffers per slab; or, with `stages` (TF32 only), the slabs copied by
-    cp.async, that many in flight, and `round_add`: tf32 rounding by an integer add (gemm_mma.h's
-    header, points 3 to 8, says what each does)."""
+    cp.async, that many in flight (gemm_mma.h's header, points 3 to 8, says what each does)."""
     params = {"kernel": "gemm_mma", "MMA_F16": int(precision == "fp16"), "MMA_TILE_M": tm,
               "MMA_TILE_N": tn, "MMA_TILE_K": tk, "MMA_WARPS_M": warps_m,
               "MMA_WARPS_N": warps_n, "MMA_VEC": vec, "MMA_LDMATRIX": int(ldmatrix),
@@ -38,7 +36,7 @@ def mma(precision: str, tm: int, tn: int, tk: int, warps_m: int, warps_n: int,
     if stages:   # the keys only where used: tuning caches written before keep matching
         if precision != "tf32":
             raise ValueError("cp.async copies float32 slabs as they lie in memory: tf32 only")
-        params.update(MMA_ASYNC=1, MMA_STAGES=stages, MMA_ROUND_ADD=int(round_add))
+        params.update(MMA_ASYNC=1, MMA_STAGES=stages)
     return params
 
 
@@ -48,32 +46,33 @@ def emulated(params: dict) -> dict:
 
 
 # The sets of each precision, best first. TF32: the slabs copied by cp.async, two or three in
-# flight, rounded by an integer add (gemm_mma.h, point 8): a sweep of 17 variants at 4096^3 on an
-# H200 (2026-11-29; README, "Reduced precision") put 128 x 128 x 16 with two slabs in flight at
-# 119-126 TFLOP/s in the three layouts, where the best register-path set of the 2026-11-28 sweep
-# (128 x 128 x 32, one buffer) ran 87-105 in the same run; every smaller tile gained as much. The
-# 48 KB of local memory NVIDIA's OpenCL gives a work-group is what bounds the ring: 128 x 128 x 16
-# takes two slabs, 128 x 128 x 8 three. Its 8-warp form comes first: 0.93-1.02x the 4-warp form's
-# rate bare, but a fused epilogue runs once per output at the end, where nothing overlaps it, and
-# with 128 outputs per work-item a GELU costs: ViT-S's 6304 x 1536 x 384 layer with its bias and
-# GELU took 0.182 ms on 4 warps, 0.125 on 8 (bare: 0.115, 0.102; ReLU: 0.115, 0.103).
+# flight (gemm_mma.h, point 8): a sweep of 17 variants at 4096^3 on an H200 (2026-11-29; README,
+# "Reduced precision") put 128 x 128 x 16 with two slabs in flight at 116-119 TFLOP/s in the
+# three layouts on 4 warps, 106-108 on 8, where the best register-path set of the 2026-11-28
+# sweep (128 x 128 x 32, one buffer) ran 87-105 in the same run; every smaller tile gained as
+# much. The 48 KB of local memory NVIDIA's OpenCL gives a work-group is what bounds the ring:
+# 128 x 128 x 16 takes two slabs, 128 x 128 x 8 three. The 8-warp 128 x 128 tile comes first
+# all the same: a fused epilogue runs once per output after the last slab, where nothing
+# overlaps it, and with 128 outputs per work-item on 4 warps a GELU is slow: ViT-S's 6304 x 1536
+# x 384 layer with its bias took 0.115 ms (4 warps) and 0.102 (8) bare, the same with a ReLU,
+# 0.182 and 0.125 with a GELU (1.58x and 1.23x; measured with the add-rounding variant of point
+# 8). The cost model has no epilogue term (cost.py), `kuiper tune` measures both.
 # FP16: the winners of 22 variants of the register path (2026-11-28: tiles, one or two buffers,
 # ldmatrix or not), whose rates are in cost.py's MMA_EFFICIENCY; they load their fragments with
 # ldmatrix, and the big tiles take one local buffer (point 7: a 128 x 128 tile then walks k 32
-# at a time, 1.1-1.4x faster than with two).
-# FP16 is limited by converting the floats it reads to halves (cp.async cannot convert), and
-# takes the widest tile. `kuiper tune` times them all; tests/benchmarks/gemm_precision.py times
-# 4096^3.
+# at a time, 1.1-1.4x faster than with two). FP16 is limited by converting the floats it reads
+# to halves (cp.async cannot convert), and takes the widest tile. `kuiper tune` times them all;
+# tests/benchmarks/gemm_precision.py times 4096^3.
 MMA_PARAMETER_SETS = {
     "tf32": [
-        # tile m, tile n, tile k, warps m, warps n, vector, ldmatrix, buffers, stages, add
-        mma("tf32", 128, 128, 16, 2, 4, 4, True, 2, 2, True),
-        mma("tf32", 128, 128, 16, 2, 2, 4, True, 2, 2, True),
-        mma("tf32", 128, 128, 8, 2, 2, 4, True, 2, 3, True),
-        mma("tf32", 128, 64, 16, 2, 2, 4, True, 2, 3, True),
-        mma("tf32", 64, 128, 16, 2, 2, 4, True, 2, 3, True),
-        mma("tf32", 64, 64, 32, 2, 2, 4, True, 2, 2, True),
-        mma("tf32", 32, 32, 32, 1, 2, 4, True, 2, 3, True),
+        # tile m, tile n, tile k, warps m, warps n, vector, ldmatrix, buffers, slabs in flight
+        mma("tf32", 128, 128, 16, 2, 4, 4, True, 2, 2),
+        mma("tf32", 128, 128, 16, 2, 2, 4, True, 2, 2),
+        mma("tf32", 128, 128, 8, 2, 2, 4, True, 2, 4),
+        mma("tf32", 128, 64, 16, 2, 2, 4, True, 2, 3),
+        mma("tf32", 64, 128, 16, 2, 2, 4, True, 2, 3),
+        mma("tf32", 64, 64, 32, 2, 2, 4, True, 2, 2),
+        mma("tf32", 32, 32, 32, 1, 2, 4, True, 2, 3),
     ],
     "fp16": [
         mma("fp16", 128, 256, 32, 2, 4, 4, True, 1),
@@ -157,12 +156,11 @@ def why_not(params: dict, device) -> str | None:
 
 
 def describe(params: dict) -> str:
-    """'mma tf32 128x128x16 w2x4 v4' (+ ' ldm', ' b1' or ' async2', ' radd', ' emulated')."""
+    """'mma tf32 128x128x16 w2x4 v4' (+ ' ldm', ' b1' or ' async2', ' emulated')."""
     return (f"mma {precision_of(params)} {params['MMA_TILE_M']}x{params['MMA_TILE_N']}x"
             f"{params['MMA_TILE_K']} w{params['MMA_WARPS_M']}x{params['MMA_WARPS_N']} "
             f"v{params['MMA_VEC']}" + (" ldm" if params.get("MMA_LDMATRIX") else "")
             + (" b1" if params.get("MMA_BUFFERS", 2) == 1 and not params.get("MMA_ASYNC")
                else "")
             + (f" async{params['MMA_STAGES']}" if params.get("MMA_ASYNC") else "")
-            + (" radd" if params.get("MMA_ROUND_ADD") else "")
             + (" emulated" if params.get("MMA_EMULATED") else ""))

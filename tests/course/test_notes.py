@@ -44,8 +44,11 @@ def test_every_python_block_of_the_notes_runs(notes, capfd):
     assert python_blocks(notes), f"{notes} has no ```python block"
     try:
         run_notes(notes)
-    except OpenCLUnavailableError as e:   # a machine whose OpenCL cannot build kernels
-        pytest.skip(f"{notes.parent.name} runs the OpenCL backend: {e}")
+    except OpenCLUnavailableError:   # a machine without a usable OpenCL device: say so
+        why = opencl_unavailable_reason()
+        if why is None:
+            raise
+        pytest.skip(f"{notes.parent.name} runs the OpenCL backend: {why}")
     out, err = capfd.readouterr()  # file descriptors 1 and 2: C++ output included
     flood = PNNX_LOG.findall(out + err)
     assert not flood, f"{notes.parent.name}: pnnx's log reaches the terminal ({len(flood)} lines)"
@@ -149,7 +152,7 @@ def test_the_kuiper_commands_of_the_notes_run(argv):
     proc = subprocess.run([sys.executable, "-m", "kuiper", *argv], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, check=False)
     why = opencl_unavailable_reason()
-    if proc.returncode and why is not None and "OpenCL" in proc.stdout + proc.stderr:
+    if proc.returncode and why is not None and why[:60] in proc.stdout + proc.stderr:
         pytest.skip(f"`kuiper {' '.join(argv)}` runs the OpenCL backend: {why}")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 

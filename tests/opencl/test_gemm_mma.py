@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device
 
 LAYOUTS = [("conv2d", False, False), ("conv_transpose2d", True, False), ("linear", False, True)]
 MODES = ["emulated", "ptx"]
-ALL_MMA_SETS = mma_sets.MMA_PARAMETER_SETS["tf32"] + mma_sets.MMA_PARAMETER_SETS["fp16"]
+ALL_MMA_SETS = h.ALL_MMA_SETS   # every parameter set, and the TF32 register path
 
 
 @pytest.fixture(scope="module")
@@ -127,39 +127,6 @@ def test_a_tensor_core_set_where_the_probe_found_none_is_a_clear_error(runtime, 
         pytest.skip(f"{runtime.name} has tf32 tensor cores: nothing to refuse")
     with pytest.raises(KuiperError, match="tensor_cores.py.*MMA_EMULATED"):
         h.run(runtime, "linear", False, True, 8, 8, 8, params, rng)
-
-
-def test_the_parameter_sets_are_what_the_kernel_promises():
-    """Warps tile the tile (16 x 8 mma tiles; ldmatrix loads B's fragments in pairs, so 16
-    columns), the vector loads divide it, a row of a slab is a whole number of mma steps (words
-    per row = 0 mod 8: conflict-free fragments, gemm_mma.h), one or two buffers, cp.async only
-    for TF32 with 2 to 4 slabs in flight, and each set fits the 48 KB NVIDIA's OpenCL gives a
-    work-group."""
-    for p in ALL_MMA_SETS:
-        warp_m, warp_n = p["MMA_TILE_M"] // p["MMA_WARPS_M"], p["MMA_TILE_N"] // p["MMA_WARPS_N"]
-        assert warp_m % 16 == 0 and warp_n % (16 if p["MMA_LDMATRIX"] else 8) == 0, p
-        assert p["MMA_BUFFERS"] in (1, 2), p
-        if p.get("MMA_ASYNC"):
-            assert mma_sets.precision_of(p) == "tf32" and 2 <= p["MMA_STAGES"] <= 4, p
-        assert p["MMA_WARPS_M"] * warp_m == p["MMA_TILE_M"], p
-        assert p["MMA_WARPS_N"] * warp_n == p["MMA_TILE_N"], p
-        for side in ("MMA_TILE_M", "MMA_TILE_N", "MMA_TILE_K"):
-            assert p[side] % p["MMA_VEC"] == 0, p
-        words = p["MMA_TILE_K"] // (2 if p["MMA_F16"] else 1)
-        assert words % 8 == 0, p
-        assert mma_sets.local_bytes(p) <= 48 * 1024, p
-    names = [mma_sets.describe(p) for p in ALL_MMA_SETS]
-    assert len(set(names)) == len(names)
-
-
-def test_cp_async_sets_are_tf32_only():
-    """cp.async copies float32 as it lies in memory: no conversion to half on the way."""
-    with pytest.raises(ValueError, match="tf32 only"):
-        mma_sets.mma("fp16", 64, 64, 32, 2, 2, stages=2)
-    params = mma_sets.mma("tf32", 64, 64, 32, 2, 2, stages=3, round_add=True)
-    assert mma_sets.describe(params).endswith("async3 radd")
-    # the ring of 3 slabs, each operand in the larger of its two layouts (gemm_mma.h, point 8)
-    assert mma_sets.local_bytes(params) == 4 * 3 * 2 * max(64 * (32 + 4), 32 * (64 + 8))
 
 
 @pytest.mark.parametrize("precision", ["tf32", "fp16"])

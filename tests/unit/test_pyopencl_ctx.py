@@ -144,3 +144,19 @@ def test_the_build_probe_answers_none_for_a_device_it_does_not_ask():
     failure is PoCL's); a stand-in device without a platform is not either."""
     assert runtime.why_it_cannot_build(SimpleNamespace(name="NVIDIA H100", platform=None,
                                                        type=0)) is None
+
+
+def test_a_gpu_is_chosen_without_building_on_pocl(fake_platforms, monkeypatch):
+    """Devices are probed in the order of preference, so a GPU machine's process never pays
+    for a PoCL context and build it does not use."""
+    import pyopencl as cl
+
+    rows = fake_rows()
+    for _, label, dev in rows:
+        if "NVIDIA" in label:
+            dev.type = cl.device_type.GPU
+    monkeypatch.setattr(runtime, "list_devices", lambda: rows)
+    asked = []
+    monkeypatch.setattr(runtime, "why_it_cannot_build", lambda dev: asked.append(dev.name))
+    assert runtime.choose_device().name == "NVIDIA H100"
+    assert asked == ["NVIDIA H100"]

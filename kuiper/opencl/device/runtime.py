@@ -202,7 +202,12 @@ def why_it_cannot_build(device) -> str | None:
     if key not in _BUILD_PROBES:
         cl = _cl()
         try:
-            cl.Program(cl.Context([device]), PROBE_SOURCE).build()
+            context = cl.Context([device])
+        except cl.Error as e:
+            _BUILD_PROBES[key] = f"no context could be made for it: {str(e).strip()}"
+            return _BUILD_PROBES[key]
+        try:
+            cl.Program(context, PROBE_SOURCE).build()
             _BUILD_PROBES[key] = None
         except cl.Error as e:
             log = _build_log(e, device).strip().splitlines()
@@ -212,8 +217,12 @@ def why_it_cannot_build(device) -> str | None:
 
 
 def unbuildable_error(device, reason: str) -> OpenCLUnavailableError:
-    why = ("its LLVM does not know this CPU" if "unknown target CPU" in reason
-           else "its compiler fails on a one-line kernel")
+    if "unknown target CPU" in reason:
+        why = "its LLVM does not know this CPU"
+    elif reason.startswith("no context"):
+        why = "the driver refuses it"
+    else:
+        why = "its compiler fails on a one-line kernel"
     return OpenCLUnavailableError(
         f"{device.platform.name} / {device.name.strip()} cannot compile OpenCL C on this "
         f"machine ({reason}): {why}. Run the NumPy backend "
@@ -243,19 +252,20 @@ def choose_device(device: str | None = None):
             "'1:pthread', ':'), or a piece of a device name. The devices (`kuiper devices`):"
             f"\n  {listing}")
     usable = [r for r in rows if "oclgrind" not in r[1].lower()]
-    broken = [(dev, why_it_cannot_build(dev)) for _, _, dev in usable]
-    broken = [(dev, reason) for dev, reason in broken if reason is not None]
-    usable = [r for r in usable if all(r[2] != dev for dev, _ in broken)]
-    if not usable and broken:
+    # in order of preference: a GPU, PoCL, anything else; only the candidates are probed (a
+    # GPU machine's process never builds on its PoCL device)
+    ranked = ([dev for _, _, dev in usable if dev.type & cl.device_type.GPU]
+              + [dev for _, label, dev in usable
+                 if "portable computing language" in label.lower()]
+              + [dev for _, _, dev in usable])
+    broken = []
+    for dev in ranked:
+        reason = why_it_cannot_build(dev)
+        if reason is None:
+            return dev
+        broken.append((dev, reason))
+    if broken:
         raise unbuildable_error(*broken[0])
-    for _, _, dev in usable:
-        if dev.type & cl.device_type.GPU:
-            return dev
-    for _, label, dev in usable:
-        if "portable computing language" in label.lower():
-            return dev
-    if usable:
-        return usable[0][2]
     raise OpenCLUnavailableError("only the Oclgrind simulator is installed; choose it "
                                  f"explicitly with device='oclgrind', or {INSTALL_HINT}")
 

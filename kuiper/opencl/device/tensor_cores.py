@@ -8,11 +8,11 @@ assembly must not take the caller down): build gemm_mma for each precision, run 
 product with every edge (M, N, K not multiples of its tiles, a bias, a group of batches) of
 small integers, which TF32 and half hold exactly and whose sums float holds exactly, and
 compare with NumPy bit for bit. A wrong fragment layout, a missing instruction or a bad
-rounding all fail that comparison. TF32 is also run the way its fastest sets run it (gemm_mma.h,
-point 8: slabs copied by cp.async, which needs the same Ampere-or-later GPU as the TF32 mma, and
-rounded by adding half a unit on the premise that the tensor cores ignore a tf32 operand's 13
-low bits), on the same integers times 1 + 2^-13: a tensor core that read those bits, or rounded
-them instead of dropping them, would not give the integers' sums.
+rounding all fail that comparison. TF32 is also run the way its parameter sets run it
+(gemm_mma.h, point 8: slabs copied by cp.async, which needs the same Ampere-or-later GPU as the
+TF32 mma, each value rounded only as its fragment leaves local memory), on the same integers
+times 1 + 2^-13: a fragment that reached the tensor cores unrounded would not give the
+integers' sums.
 
 Only NVIDIA devices are asked: every other device (PoCL, Oclgrind, AMD, Intel...) answers "none"
 at once, without a child process. The answer is kept three ways, as the vector-width probe's
@@ -41,7 +41,7 @@ PROBE_TIMEOUT = 120   # seconds: five small programs through NVIDIA's compiler, 
 
 # The child: build gemm_mma (linear.cl's layout: B stored N x K, a bias per column) for each
 # precision with small tiles, its fragments loaded one word at a time and by ldmatrix (the
-# parameter sets use both), and for TF32 also by cp.async with the rounding by an add, run each
+# parameter sets use both), and for TF32 also with its slabs copied by cp.async, run each
 # on 37 x 29 x 45 products, 2 groups x 2 images, and print one line per precision: "tf32 ok",
 # "tf32 wrong <max error>" or "tf32 error <message>".
 PROBE_SCRIPT = r"""
@@ -69,7 +69,7 @@ noisy = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=v * np.floa
          for v in (a, b)]
 c = np.empty((z, m, n), np.float32)
 c_buf = cl.Buffer(context, mf.READ_WRITE, c.nbytes)
-ASYNC = ["-DMMA_ASYNC=1", "-DMMA_STAGES=2", "-DMMA_ROUND_ADD=1"]
+ASYNC = ["-DMMA_ASYNC=1", "-DMMA_STAGES=2"]
 for precision, f16 in (("tf32", 0), ("fp16", 1)):
     try:
         error = 0.0
