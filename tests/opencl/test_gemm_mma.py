@@ -119,6 +119,37 @@ def test_epilogue_in_the_store(runtime, rng, params, mode, residual_first):
     assert_close(c, expected, what=f"{mma_sets.describe(chosen)} with the epilogue")
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("params", [mma_sets.MMA_PARAMETER_SETS["tf32"][-1], h.TF32_REGISTER_PATH,
+                                    mma_sets.MMA_PARAMETER_SETS["fp16"][-1]], ids=label)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda t: t[0])
+def test_nan_and_infinity_reach_the_output(runtime, rng, params, mode, layout):
+    """A NaN in A makes its row of C NaN, an infinity its row non-finite, whatever their bits:
+    NVIDIA's NaN 0x7fffffff and its negative (a rounding by an integer add once turned them
+    into zeros), a quiet NaN, +inf. The other rows stay finite."""
+    chosen = forced(params, mode, runtime)
+    stem, trans_a, trans_b = layout
+    m, n, k = 21, 19, 37
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    special = np.array([0x7FFFFFFF, 0xFFFFFFFF, 0x7FC00000, 0x7F800000], np.uint32).view(np.float32)
+    for row, value in enumerate(special):
+        a[row * 5, 3 + row] = value
+    da = runtime.to_device(np.ascontiguousarray(a.T) if trans_a else a)
+    db, dc = runtime.to_device(b), runtime.empty((m, n))
+    launch = gemm.weight_gemm_launch(h.GemmLayer(runtime, stem), m, n, k, da.data, 0, db.data,
+                                     0, dc.data, 0, params=chosen)
+    runtime.cl.enqueue_nd_range_kernel(runtime.queue, launch.kernel, launch.global_size,
+                                       launch.local_size)
+    c = dc.get()
+    what = f"{stem} {mma_sets.describe(chosen)}"
+    for row in range(3):
+        assert np.isnan(c[row * 5]).all(), f"{what}: row {row * 5} should be NaN: {c[row * 5]}"
+    assert not np.isfinite(c[15]).any(), f"{what}: the infinity's row: {c[15]}"
+    others = [r for r in range(m) if r not in (0, 5, 10, 15)]
+    assert np.isfinite(c[others]).all(), what
+
+
 def test_a_tensor_core_set_where_the_probe_found_none_is_a_clear_error(runtime, rng):
     """Forcing a real mma set on a device without tensor cores names the probe and the
     emulated alternative (a KuiperError, not a compiler's log of PTX it cannot read)."""
