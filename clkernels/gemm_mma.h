@@ -369,12 +369,6 @@ inline void mma_ldmatrix(uint *r0, uint *r1, uint *r2, uint *r3, __local const u
 // --- cp.async (point 8) ---------------------------------------------------------------------
 
 #if MMA_ASYNC
-// The tf32 word the tensor cores read for a float32 word copied as it was (point 8)
-inline uint mma_round_word(const uint word)
-{
-    return mma_tf32(as_float(word));
-}
-
 // src[0 .. valid - 1] into dst[0 ..] and zeros up to 4 values, without a register on the way
 // (valid 0: only zeros; src is then not read)
 inline void mma_copy4(__local uint *dst, __global const float *src, const int valid)
@@ -674,12 +668,12 @@ MMA_UNROLL
             for (int i = 0; i < MMA_FRAG_M; ++i)
 MMA_UNROLL
                 for (int r = 0; r < 4; ++r)
-                    fa[i][r] = mma_round_word(fa[i][r]);
+                    fa[i][r] = mma_tf32(as_float(fa[i][r]));
 MMA_UNROLL
             for (int j = 0; j < MMA_FRAG_N; ++j)
 MMA_UNROLL
                 for (int r = 0; r < 2; ++r)
-                    fb[j][r] = mma_round_word(fb[j][r]);
+                    fb[j][r] = mma_tf32(as_float(fb[j][r]));
 #endif
 MMA_UNROLL
             for (int i = 0; i < MMA_FRAG_M; ++i)

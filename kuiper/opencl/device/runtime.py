@@ -252,14 +252,16 @@ def choose_device(device: str | None = None):
             "'1:pthread', ':'), or a piece of a device name. The devices (`kuiper devices`):"
             f"\n  {listing}")
     usable = [r for r in rows if "oclgrind" not in r[1].lower()]
-    # in order of preference: a GPU, PoCL, anything else; only the candidates are probed (a
-    # GPU machine's process never builds on its PoCL device)
-    ranked = ([dev for _, _, dev in usable if dev.type & cl.device_type.GPU]
-              + [dev for _, label, dev in usable
-                 if "portable computing language" in label.lower()]
-              + [dev for _, _, dev in usable])
+
+    def preference(row) -> int:   # a GPU, then PoCL, then anything else
+        _, label, dev = row
+        if dev.type & cl.device_type.GPU:
+            return 0
+        return 1 if "portable computing language" in label.lower() else 2
+
+    # probed in that order, only until one builds: a GPU machine's process never builds on PoCL
     broken = []
-    for dev in ranked:
+    for _, _, dev in sorted(usable, key=preference):
         reason = why_it_cannot_build(dev)
         if reason is None:
             return dev
