@@ -45,18 +45,19 @@ def emulated(params: dict) -> dict:
     return {**params, "MMA_EMULATED": 1}
 
 
-# The sets of each precision, best first. TF32: the slabs copied by cp.async, two or three in
+# The sets of each precision, best first. TF32: the slabs copied by cp.async, two to four in
 # flight (gemm_mma.h, point 8): a sweep of 17 variants at 4096^3 on an H200 (2026-11-29; README,
 # "Reduced precision") put 128 x 128 x 16 with two slabs in flight at 116-119 TFLOP/s in the
 # three layouts on 4 warps, 106-108 on 8, where the best register-path set of the 2026-11-28
 # sweep (128 x 128 x 32, one buffer) ran 87-105 in the same run; every smaller tile gained as
 # much. The 48 KB of local memory NVIDIA's OpenCL gives a work-group is what bounds the ring:
-# 128 x 128 x 16 takes two slabs, 128 x 128 x 8 three. The 8-warp 128 x 128 tile comes first
-# all the same: a fused epilogue runs once per output after the last slab, where nothing
-# overlaps it, and with 128 outputs per work-item on 4 warps a GELU is slow: ViT-S's 6304 x 1536
-# x 384 layer with its bias took 0.115 ms (4 warps) and 0.102 (8) bare, the same with a ReLU,
-# 0.182 and 0.125 with a GELU (1.58x and 1.23x; measured with the add-rounding variant of point
-# 8). The cost model has no epilogue term (cost.py), `kuiper tune` measures both.
+# 128 x 128 x 16 takes two slabs, 128 x 128 x 8 four (exactly 48 KB). The 8-warp 128 x 128
+# tile comes first all the same: a fused epilogue runs once per output after the last slab,
+# where nothing overlaps it, and with 128 outputs per work-item on 4 warps a GELU is slow:
+# ViT-S's 6304 x 1536 x 384 layer with its bias took 0.115 ms (4 warps) and 0.102 (8) bare,
+# the same with a ReLU, 0.182 and 0.125 with a GELU (1.58x and 1.23x; measured with the
+# add-rounding variant of point 8). The cost model has no epilogue term (cost.py), `kuiper
+# tune` measures both.
 # FP16: the winners of 22 variants of the register path (2026-11-28: tiles, one or two buffers,
 # ldmatrix or not), whose rates are in cost.py's MMA_EFFICIENCY; they load their fragments with
 # ldmatrix, and the big tiles take one local buffer (point 7: a 128 x 128 tile then walks k 32
