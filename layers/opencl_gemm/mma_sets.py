@@ -47,17 +47,23 @@ def emulated(params: dict) -> dict:
 
 # The sets of each precision, best first. TF32: the slabs copied by cp.async, two to four in
 # flight (gemm_mma.h, point 8): a sweep of 17 variants at 4096^3 on an H200 (2026-11-29; README,
-# "Reduced precision") put 128 x 128 x 16 with two slabs in flight at 116-119 TFLOP/s in the
-# three layouts on 4 warps, 106-108 on 8, where the best register-path set of the 2026-11-28
-# sweep (128 x 128 x 32, one buffer) ran 87-105 in the same run; every smaller tile gained as
-# much. The 48 KB of local memory NVIDIA's OpenCL gives a work-group is what bounds the ring:
-# 128 x 128 x 16 takes two slabs, 128 x 128 x 8 four (exactly 48 KB). The 8-warp 128 x 128
-# tile comes first all the same: a fused epilogue runs once per output after the last slab,
-# where nothing overlaps it, and with 128 outputs per work-item on 4 warps a GELU is slow:
-# ViT-S's 6304 x 1536 x 384 layer with its bias took 0.115 ms (4 warps) and 0.102 (8) bare,
-# the same with a ReLU, 0.182 and 0.125 with a GELU (1.58x and 1.23x; measured with the
-# add-rounding variant of point 8). The cost model has no epilogue term (cost.py), `kuiper
-# tune` measures both.
+# "Reduced precision") chose the tiles. The 48 KB of local memory NVIDIA's OpenCL gives a
+# work-group is what bounds the ring: 128 x 128 x 16 takes two slabs, 128 x 128 x 8 four (exactly
+# 48 KB). With the fragments rounded as they are loaded (cvt.rna, point 8), the final kernel on
+# the same H200 (2026-11-29, later): 128 x 128 x 16 on 4 warps 112-118 TFLOP/s in the three
+# layouts, on 8 warps 68-74 (105 with A stored K x M): each warp of 8 holds a 64 x 32 piece, so it
+# rounds 24 fragment words per 16 mma where a warp of 4 rounds 32 per 32. Left unrounded (the
+# tensor cores drop the 13 low bits: truncation), the 8-warp tile ran 125-129, the 4-warp one
+# 119-127; but truncation is biased: every product comes out about 2^-10 smaller on average, in
+# every layer the same way, an error that adds up through a network where rounding's cancels, so
+# the kernel keeps cvt.rna. (Rounding each word once, in local memory, after its copy landed and
+# before the barrier, ran 84-91: every warp waits for it.) The 8-warp tile comes first all the
+# same: a fused epilogue runs once per output after the last slab, where nothing overlaps it, and
+# on 4 warps a work-item has 128 outputs: ViT-S's 6304 x 1536 x 384 layer with its bias took 0.123
+# ms on 4 warps, 0.140 on 8 and 0.117 on 64 x 64 bare, 0.194, 0.181 and 0.146 with a GELU. Rated
+# by their bare rates (0.233 for 4 warps, 0.166 for 8) the cost model put ViT-S/16 at batch 32 at
+# 9.71 ms where these ratings (cost.py) gave 9.22 the same day (TF32, device I/O): it has no
+# epilogue term, `kuiper tune` measures.
 # FP16: the winners of 22 variants of the register path (2026-11-28: tiles, one or two buffers,
 # ldmatrix or not), whose rates are in cost.py's MMA_EFFICIENCY; they load their fragments with
 # ldmatrix, and the big tiles take one local buffer (point 7: a 128 x 128 tile then walks k 32
