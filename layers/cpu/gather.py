@@ -215,9 +215,10 @@ class Index(DataMovementLayer):
                             "like [None,@0], a known list, or an integer tensor")
 
     def infer_specs(self, inputs):
+        listed = self.entries(inputs)   # checks the number of inputs first
         x = inputs[0]
         entries: list[tuple[TensorSpec, int | None] | None] = []
-        for entry in self.entries(inputs):
+        for entry in listed:
             if entry is not None and entry[0].dtype == np.dtype(np.bool_):
                 if not entry[0].known:
                     raise self.shape_error("a boolean mask index gives an output whose size "

@@ -220,3 +220,16 @@ def test_index_out_of_range_on_cpu(rng):
 def test_onnx_gather_out_of_range_on_cpu(rng):
     with pytest.raises(kuiper.ShapeError, match="out of range for axis 1 of size 7"):
         run_operator("Gather", [_x(rng), np.array([7], np.int64)], params={"axis": 1})
+
+
+def test_index_without_inputs_names_the_count(tmp_path):
+    # fuzz seed 60613, case 2061: a Tensor.index line with no inputs at all reached
+    # `inputs[0]` before the count was checked (an IndexError under the OperatorError)
+    param = kuiper.testing.write_param(tmp_path, [
+        "pnnx.Input in0 0 1 x #x=(2,3)f32",
+        "Tensor.index idx 0 1 y",
+        "pnnx.Output out0 1 0 y",
+    ])
+    with pytest.raises(kuiper.OperatorError, match="expected 2 input") as caught:
+        kuiper.load(param)
+    assert not isinstance(caught.value.__cause__, IndexError)
