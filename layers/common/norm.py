@@ -152,6 +152,8 @@ class RowNorm(Layer):
 
     def forward(self, inputs):
         x = inputs[0]
+        if x.size == 0:   # a 0 in the shape: nothing to normalise, an empty output (PyTorch's)
+            return [np.empty(x.shape, x.dtype)]
         lay = self.layout(x.shape)
         # float32, two passes (the mean, then the squared deviations from it), as the OpenCL
         # kernel (clkernels/norm_rows.h) and PyTorch's LayerNorm do: in float64 the CPU gave

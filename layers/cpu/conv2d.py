@@ -106,7 +106,7 @@ class ConvNd(Layer):
         if isinstance(op.param("padding", 0), str):
             return op.str_param("padding", choices=("same", "valid"))
         values = op.ints_param("padding", default=0)
-        if min(values) < 0:
+        if values and min(values) < 0:   # (an empty list is refused by the count below)
             raise op.error(f"padding {values} must be >= 0")
         if len(values) == 2 * nd:
             return [(values[2 * a], values[2 * a + 1]) for a in reversed(range(nd))]

@@ -63,9 +63,9 @@ class InstanceNorm(RowNorm):
             raise self.shape_error(f"input has {channels} channels (dim {axis}), expected "
                                    f"num_features={self.features}")
         inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
-        if inner <= 1 and not self.running:
-            raise self.shape_error(f"input shape {tuple(shape)} has {inner} spatial element(s) "
-                                   "per channel; instance statistics need more than 1 (PyTorch "
+        if inner == 1 and not self.running:   # (0: an empty input, an empty output)
+            raise self.shape_error(f"input shape {tuple(shape)} has 1 spatial element per "
+                                   "channel; instance statistics need more than 1 (PyTorch "
                                    "refuses this too)")
         rows = int(np.prod(shape, dtype=np.int64)) // max(inner, 1)
         return RowLayout(rows=rows, length=inner, groups=channels, inner=inner,

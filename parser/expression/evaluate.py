@@ -82,6 +82,9 @@ def apply(op: Op, args: list[Any], expr: str = "") -> Any:
                 raise ExpressionError(expr, op.column, f"item {i + 1} of the list is a list "
                                                        f"of {len(a)}, expected a number or a "
                                                        "tensor (lists do not nest)")
+            if isinstance(a, str):   # a bare name (`[1,abc]`): only functions take those
+                raise ExpressionError(expr, op.column, f"item {i + 1} of the list is the name "
+                                                       f"'{a}', expected a number or a tensor")
         return list(args)
     try:
         if op.name == "size":

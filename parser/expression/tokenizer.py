@@ -85,6 +85,8 @@ def _word(expr: str, text: str, column: int) -> Token:
         if not text[1:].isdigit():
             raise ExpressionError(expr, column, f"'{text}' is not an input: expected '@' "
                                                 "followed by an input number, like @0")
+        if len(text) > 10:   # no operator has a billion inputs (and int() refuses 4,300 digits)
+            raise ExpressionError(expr, column, f"input number {text[:12]}... is too large")
         return Token(Kind.INPUT, text, column, int(text[1:]))
     if text in _KEYWORDS:
         return Token(Kind.LITERAL, text, column, _KEYWORDS[text])

@@ -254,6 +254,7 @@ def test_f_conv2d_weight_as_attribute(backend, rng):
     ({"stride": (2, 2), "padding": "same"}, "needs stride 1"),
     ({"padding_mode": "mirror"}, "expected one of"),
     ({"dilation": (0, 1)}, "must all be >= 1"),
+    ({"padding": "(,)"}, "should have 2 values"),   # fuzz seed 4417, case 718: min() of []
 ])
 def test_conv2d_bad_parameters(rng, change, message):
     x = rng.standard_normal((1, 13, 5, 5)).astype(np.float32)

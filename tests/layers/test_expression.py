@@ -346,6 +346,10 @@ def test_every_function_has_every_backend():
     ("add(@0)", "expected ',' after argument 1 of add"),
     ("sqr(@0)", "unknown function 'sqr'"),
     ("add(@0,@1),@1", "unexpected ','"),
+    # fuzz seed 4417: a name as a list item (case 10531), an input number of 5,000 digits
+    # (case 15189: int() refuses to read it)
+    ("[inf,abc,@1]", "item 2 of the list is the name 'abc'"),
+    ("add(@" + "1" * 5000 + ",@0)", "is too large"),
 ])
 def test_bad_expression_fails_at_load(backend, expr, message):
     x = np.ones((2, 3), np.float32)

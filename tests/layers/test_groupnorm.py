@@ -67,3 +67,15 @@ def test_groupnorm_input_channels_mismatch(backend, rng):
         run_operator("nn.GroupNorm", [x], params={"num_groups": 3, "num_channels": 6},
                      weights={"weight": np.ones(6, np.float32), "bias": np.ones(6, np.float32)},
                      backend=backend)
+
+
+@pytest.mark.parametrize("op_type, params, shape", [
+    ("nn.GroupNorm", {"num_groups": 2, "num_channels": 4, "affine": False}, (2, 4, 0, 6)),
+    ("nn.LayerNorm", {"normalized_shape": [6], "elementwise_affine": False}, (0, 6)),
+    ("nn.InstanceNorm2d", {"num_features": 4, "affine": False}, (2, 4, 0, 6)),
+])
+def test_a_norm_of_an_empty_input_is_empty(backend, op_type, params, shape):
+    # fuzz seed 4417, case 6992: rows of no values divided by their length 0 (PyTorch returns
+    # an empty tensor of the input's shape)
+    (y,) = run_operator(op_type, [np.zeros(shape, np.float32)], params=params, backend=backend)
+    assert y.shape == shape and y.dtype == np.float32
