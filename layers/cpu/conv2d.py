@@ -216,6 +216,11 @@ class ConvNd(Layer):
             wmat, bias = self.gemm_weights(inputs[1], inputs[2] if len(inputs) > 2 else None)
         else:
             wmat, bias = self.wmat, self.bvec
+        if geo.n == 0 or geo.c == 0:   # no images, or no input channel: no product to form
+            y = np.zeros((geo.n, geo.cout, *geo.out), np.float32)
+            if bias is not None:
+                y += bias.reshape(-1, *(1,) * len(geo.out))
+            return [finish_output(y.reshape(geo.out_shape), inputs, epilogue, residual, out)]
         x = np.asarray(x, dtype=np.float32).reshape(geo.n, geo.c, *geo.size)
         xp = im2col.pad_input(x, geo.pads, self.padding_mode)
         g, k = self.groups, geo.cin_g * int(np.prod(geo.kernel))

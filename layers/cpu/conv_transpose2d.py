@@ -90,7 +90,8 @@ class ConvTransposeNd(ConvNd):
         else:
             wmat, bias = self.wmat, self.bvec
         g = self.groups
-        x = np.asarray(x, dtype=np.float32).reshape(geo.n, g, geo.cin_g, -1)
+        pixels = int(np.prod(geo.size))   # (not -1: an empty batch has no size to infer)
+        x = np.asarray(x, dtype=np.float32).reshape(geo.n, g, geo.cin_g, pixels)
         # 1. (G, Cout/G*K, Cin/G) @ (N, G, Cin/G, HW) -> one patch column per input pixel
         cols = np.matmul(wmat, x).reshape(geo.n, geo.cout, *geo.kernel, *geo.size)
         # 2. scatter the patches onto a canvas that holds them all (and the output window)

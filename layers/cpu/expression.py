@@ -69,7 +69,13 @@ class Expression(Layer):
         return self.run([s.value if s.known else Symbolic(s.shape, s.dtype) for s in inputs])
 
     def infer(self, inputs: Sequence[TensorSpec]) -> list[TensorSpec]:
-        return [spec_of(self.symbolic_result(inputs))]
+        result = self.symbolic_result(inputs)
+        if isinstance(result, list) and any(v is None for v in result) and any(
+                isinstance(v, Symbolic) for v in result):
+            raise self.op.error(f"expr={self.expr} is a list of ':' (None) and values known "
+                                "only at run time: only Tensor.index reads such an index list, "
+                                "with plain inputs (@0, @1 ...) as its items")
+        return [spec_of(result)]
 
     def forward(self, inputs: Sequence[Any], epilogue=None, residual=None) -> list[Any]:
         return [finish_output(self.run(list(inputs)), inputs, epilogue, residual)]

@@ -306,3 +306,26 @@ def test_conv2d_from_a_pnnx_export(backend, export_model):
     (y,) = kuiper.load(path, backend=backend).forward(x.numpy(), w.numpy())
     with torch.no_grad():
         assert_close(y, net(x, w).numpy())
+
+
+@pytest.mark.parametrize("op_type, groups, kernel", [
+    ("nn.Conv2d", 1, 1), ("nn.Conv2d", 2, 3), ("nn.Conv2d", 4, 3), ("nn.Conv2d", 1, 3),
+    ("nn.ConvTranspose2d", 1, 3), ("nn.ConvTranspose2d", 2, 3),
+])
+def test_an_empty_batch_gives_an_empty_output(backend, rng, op_type, groups, kernel):
+    # fuzz seed 90210, case 1196: a batch of 0 images reached reshape(..., -1), which cannot
+    # infer a size from no values (pointwise, depthwise and transposed convolutions)
+    x = np.zeros((0, 4, 6, 7), np.float32)
+    transposed = op_type == "nn.ConvTranspose2d"
+    w = rng.standard_normal((4, 4 // groups, kernel, kernel) if transposed
+                            else (4, 4 // groups, kernel, kernel)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    params = {**conv_params(4, 4, kernel, padding=kernel // 2, groups=groups)}
+    if transposed:
+        del params["padding_mode"]
+        params["output_padding"] = (0, 0)
+    (y,) = run_operator(op_type, [x], params=params, weights={"weight": w, "bias": b},
+                        backend=backend)
+    f = F.conv_transpose2d if transposed else F.conv2d
+    want = f(*map(torch.from_numpy, (x, w, b)), padding=kernel // 2, groups=groups)
+    assert y.shape == tuple(want.shape)

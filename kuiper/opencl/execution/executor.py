@@ -83,6 +83,13 @@ def precision_decision(layer, precision: str) -> dict:
     return {"precision": precision} if getattr(layer, "reduced_precision", False) else {}
 
 
+def computes_nothing(out_specs) -> bool:
+    """Every output of the operator is empty (a batch of 0 images, a 0 in a shape): there
+    is no value to compute, so its layer is neither sized nor bound (kernels sized from the
+    output would divide by 0 or launch an empty grid, which OpenCL refuses)."""
+    return bool(out_specs) and all(spec.numel == 0 for spec in out_specs)
+
+
 def bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogue=None,
                residual=None, workspaces=(), specs=None, precision: str = "fp32") -> None:
     """attach + bind of one OpenCL layer, with what the executor decided for it as arguments
@@ -98,6 +105,8 @@ def bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogu
     why)."""
     layer.attach(runtime)
     described = OpenCLExecutor._refuse_oversized(op, layer, in_specs, out_specs)
+    if computes_nothing(out_specs):   # no launch: attach left the layer with none
+        return
     extras = {}
     if layer.epilogue_in_kernel:
         extras.update(epilogue=epilogue, residual=residual)
@@ -353,6 +362,8 @@ class OpenCLExecutor:
                 continue
             in_specs = [specs[o.name] for o in op.inputs]
             out_specs = [specs[o.name] for o in op.outputs]
+            if computes_nothing(out_specs):
+                continue
             try:
                 shapes = call(op, layer, "workspace_shapes", layer.workspace_shapes, in_specs,
                               out_specs, **precision_decision(
