@@ -358,6 +358,13 @@ def test_bad_expression_fails_at_load(backend, expr, message):
     assert message in str(info.value) and "operator 'op0' (pnnx.Expression" in str(info.value)
 
 
+def test_an_index_list_with_run_time_items_is_tensor_index_s_only(backend):
+    # fuzz seed 90210, case 17396: `[None,mul(...)]` reached the dtype rules with None in it
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(kuiper.OperatorError, match="only Tensor.index reads such an index list"):
+        run("[None,mul(size(@0,0),@0)]", [x], backend)
+
+
 def test_type_errors_fail_at_build(backend):
     x = np.ones((2, 3), np.float32)
     with pytest.raises(ExpressionError, match="and needs integer or bool operands, got float32"):
