@@ -221,7 +221,7 @@ def _projections(graph, plan: Plan, moves: dict, readers, kept) -> dict:
     """{role: (linear layer, reshape)} for Q, K and V when all three are linear layers of one
     tensor, each read only by a reshape that only the absorbed permute reads (the module
     docstring); else {}."""
-    if set(moves) < {"q", "k", "v"}:
+    if not {"q", "k", "v"} <= set(moves):   # (moves may hold "o" without one of these)
         return {}
     found, sources = {}, set()
     for role in ("q", "k", "v"):

@@ -198,3 +198,37 @@ def test_permutes_it_cannot_absorb_stay(export_model, backend, rng):
         expected = [t.numpy() for t in net(torch.from_numpy(x))]
     for got, want in zip(graph(x), expected):
         assert_close(got, want, what=f"attention with other layouts on {backend}")
+
+
+class QueryGiven(nn.Module):
+    """The query arrives split by heads already (ConViT, VOLO and TNT in timm compute it in
+    other ways), while K, V and the output have head permutes the pass absorbs: with the
+    output's permute and no query's, the pass looked up Q's projection (KeyError: 'q')."""
+
+    def __init__(self, embed=48, heads=3):
+        super().__init__()
+        self.heads, self.d = heads, embed // heads
+        self.k, self.v = nn.Linear(embed, embed), nn.Linear(embed, embed)
+
+    def forward(self, q, x):
+        b, t, _ = x.shape
+        k = self.k(x).view(b, t, self.heads, self.d).permute(0, 2, 1, 3)
+        v = self.v(x).view(b, t, self.heads, self.d).permute(0, 2, 1, 3)
+        scores = torch.matmul(q, k.transpose(-1, -2)) * (self.d ** -0.5)
+        out = torch.matmul(torch.softmax(scores, dim=-1), v)
+        return out.permute(0, 2, 1, 3).reshape(b, t, -1)
+
+
+def test_a_query_without_a_permute(export_model, backend, rng):
+    torch.manual_seed(0)
+    net = QueryGiven().eval()
+    q = rng.standard_normal((2, 3, 19, 16)).astype(np.float32)
+    x = rng.standard_normal((2, 19, 48)).astype(np.float32)
+    path = export_model("attention_query_given", net, (torch.from_numpy(q), torch.from_numpy(x)))
+    graph = kuiper.load(path, backend=backend)
+    if chain(graph):
+        fused = next(op for op in graph.plan.steps if op.type == FUSED)
+        assert "q_perm" not in fused.params and "o_perm" in fused.params, fused.params
+    with torch.no_grad():
+        expected = net(torch.from_numpy(q), torch.from_numpy(x)).numpy()
+    assert_close(graph(q, x), expected, what=f"attention with a given query on {backend}")
