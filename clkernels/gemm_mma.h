@@ -112,8 +112,9 @@
 //      letting the tensor cores drop the 13 low bits ran 2-6% faster on an H200 and gave the same
 //      bits on numbers, but the add carries a NaN's mantissa into its sign: NVIDIA's NaN
 //      0x7fffffff became -0; guarded against inf and NaN it ran no faster than cvt, 10% slower
-//      on 4 warps. Not rounding at all, the tensor cores truncating, is the fastest, 125-129
-//      TFLOP/s at 4096^3 against 112-118, but biased: mma_sets.py.)
+//      on 4 warps. Not rounding at all, the tensor cores truncating, is the fastest, at 4096^3
+//      119-127 TFLOP/s against 112-118 on 4 warps, 125-129 against 68-74 on 8, but biased:
+//      mma_sets.py.)
 //    A 16-byte copy needs a 16-byte-aligned source: a chunk of 4 values that is not (a row
 //    length that is not a multiple of 4) goes as four 4-byte copies; a chunk past the matrix's
 //    edge copies only its valid values and the hardware fills the rest with zeros (the copy's

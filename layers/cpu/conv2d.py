@@ -117,6 +117,8 @@ class ConvNd(Layer):
         cin, cout = op.int_param("in_channels"), op.int_param("out_channels")
         kernel = op.ints_param("kernel_size", self.ndim)
         g = self.groups
+        if cin < 1 or cout < 1:
+            raise op.error(f"in_channels={cin} and out_channels={cout} must both be >= 1")
         if cin % g or cout % g:
             raise op.error(f"in_channels={cin} and out_channels={cout} must both be divisible "
                            f"by groups={g}")
@@ -172,6 +174,9 @@ class ConvNd(Layer):
         if c != cin_g * g:
             raise self.shape_error(f"input has {c} channels but the weight {tuple(w_shape)} with "
                                    f"groups={g} expects {cin_g * g}")
+        if c == 0:
+            raise self.shape_error(f"input {tuple(x_shape)} has no channels: a convolution "
+                                   "needs at least one")
         pads = conv_geometry.resolve_padding(self.padding, kernel, self.dilation)
         out = [conv_geometry.conv_output_size(*a)
                for a in zip(size, kernel, self.stride, pads, self.dilation)]
@@ -216,7 +221,7 @@ class ConvNd(Layer):
             wmat, bias = self.gemm_weights(inputs[1], inputs[2] if len(inputs) > 2 else None)
         else:
             wmat, bias = self.wmat, self.bvec
-        if geo.n == 0 or geo.c == 0:   # no images, or no input channel: no product to form
+        if geo.n == 0:   # a batch of no images: an empty output (PyTorch's)
             y = np.zeros((geo.n, geo.cout, *geo.out), np.float32)
             if bias is not None:
                 y += bias.reshape(-1, *(1,) * len(geo.out))

@@ -69,6 +69,9 @@ class ConvTransposeNd(ConvNd):
         if c != cin:
             raise self.shape_error(f"input has {c} channels but the weight {tuple(w_shape)} "
                                    f"expects {cin}")
+        if c == 0:
+            raise self.shape_error(f"input {tuple(x_shape)} has no channels: a transposed "
+                                   "convolution needs at least one")
         out = [(s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
                zip(size, self.stride, self.padding, self.dilation, kernel, self.output_padding)]
         if min(out) < 1:

@@ -75,7 +75,9 @@ class Unfold(SlidingBlocks):
         padded = pad_input(batched, [(p, p) for p in self.padding])
         cols = im2col(padded, self.kernel_size, self.stride, self.dilation, blocks)
         # im2col's (N, 1, C*kh*kw, L) lives in a reused workspace: copy it out
-        return [cols.reshape(x.shape[:-3] + (-1, blocks[0] * blocks[1])).copy()]
+        # (the column count spelled out: reshape cannot infer a -1 from a batch of 0 images)
+        rows = x.shape[-3] * self.taps
+        return [cols.reshape(x.shape[:-3] + (rows, blocks[0] * blocks[1])).copy()]
 
 
 @register("nn.Fold", "F.fold", backend="cpu")

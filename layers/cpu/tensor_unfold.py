@@ -27,10 +27,13 @@ class TensorUnfold(DataMovementLayer):
     def arguments(self, inputs) -> list[int]:
         """(dimension, size, step): the parameters, or the known values of inputs 1-3."""
         op = self.op
-        if all(op.has(name) for name in ARGUMENTS):
+        given = [name for name in ARGUMENTS if op.has(name)]
+        if given == list(ARGUMENTS):
             self.expect_inputs(inputs, 1)
             return [op.int_param(name) for name in ARGUMENTS]
-        self.expect_inputs(inputs, 4)
+        if given or len(inputs) != 4:
+            raise op.error(f"dimension, size and step come as three parameters or as inputs 1-3; "
+                           f"got parameter(s) {given or 'none'} and {len(inputs)} input(s)")
         values = []
         for name, spec in zip(ARGUMENTS, inputs[1:]):
             value = known_ints(self, spec, name)

@@ -50,21 +50,22 @@ def ceil_to(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-# The tensor cores (gemm_mma.h). Their peak over the FMA units' peak, which is what
-# device_rates reports: an H100 SXM has 495 TFLOP/s of dense TF32 and 989 of FP16 against 67 of
-# FP32 FMAs (an A100: 156 and 312 against 19.5, the same ratios within 10%). The fraction of that
-# peak each gemm_mma set reaches, keyed by (tile m, tile n, tile k, work-items), as measured on an
-# NVIDIA H200 (driver 580.159.04, 4096^3): TF32 with its slabs copied by cp.async up to 117
-# TFLOP/s (24% of 495; 2026-11-29, the final kernel, the mean of the three layouts, within 8%
-# of each other; the 8-warp 128 x 128 tile rounds 1.5x as many fragment words per mma and
-# ran 68-105, mma_sets.py), FP16 up to 80 (8% of 989, linear.cl's layout, 2026-11-28:
-# converting the floats it reads to halves costs; the other layouts 0.8-1.0x of it),
-# gemm_tiled 36-38 in fp32. A product too small to fill the device with their big tiles stays
-# on a (split-K) gemm_tiled set. The TF32 ratings are not all the bare rates: the 4-warp 128 x
-# 128 tiles ran 0.233 and 0.212, the 8-warp one 0.166 (0.14-0.15 in two layouts), but with
-# 128 outputs per work-item a fused GELU took the 4-warp tile 1.58x its bare time on ViT-S's
-# 6304-row layer, the 8-warp one 1.29x (mma_sets.py), and this model has no epilogue term:
-# ViT-S/16 at batch 32 ran 5% faster rated so than rated by the bare rates (9.22, 9.71 ms).
+# The tensor cores (gemm_mma.h). Their peak over the FMA units' peak, which is what device_rates
+# reports: an H100 SXM has 495 TFLOP/s of dense TF32 and 989 of FP16 against 67 of FP32 FMAs (an
+# A100: 156 and 312 against 19.5, the same ratios within 10%). The fraction of that peak each
+# gemm_mma set reaches, keyed by (tile m, tile n, tile k, work-items), as measured on an NVIDIA
+# H200 (driver 580.159.04, 4096^3): TF32 with its slabs copied by cp.async 112-118 TFLOP/s on the
+# 4-warp 128 x 128 x 16 tile in the three layouts (24% of 495; 2026-11-29, the final kernel; the
+# 8-warp 128 x 128 tile rounds 1.5x as many fragment words per mma and ran 68-105, mma_sets.py),
+# FP16 up to 80 (8% of 989, linear.cl's layout, 2026-11-28: converting the floats it reads to
+# halves costs; the other layouts 0.8-1.0x of it), gemm_tiled 36-38 in fp32. A product too small
+# to fill the device with their big tiles stays on a (split-K) gemm_tiled set. The TF32 ratings
+# are not all the bare rates: the 4-warp 128 x 128 tiles ran 0.233 and 0.212, the 8-warp one 0.166
+# (0.14-0.15 in two layouts), but with 128 outputs per work-item a fused GELU took the 4-warp tile
+# 1.58x its bare time on ViT-S's 6304-row layer, the 8-warp one 1.29x (mma_sets.py), and this
+# model has no epilogue term. Rated by the bare rates, in another call, one run each, whole models
+# were no faster: ViT-S/16 at batch 32 9.71 ms against 9.22 rated so, ResNet-50 8.73 against 8.55,
+# BERT-512 4.87 against 4.92 (the README).
 TENSOR_PEAK = {"tf32": 7.4, "fp16": 14.8}
 MMA_EFFICIENCY = {
     "tf32": {(128, 128, 16, 256): 0.216, (128, 128, 16, 128): 0.21, (128, 128, 8, 128): 0.2,

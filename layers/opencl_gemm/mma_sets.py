@@ -61,9 +61,9 @@ def emulated(params: dict) -> dict:
 # same: a fused epilogue runs once per output after the last slab, where nothing overlaps it, and
 # on 4 warps a work-item has 128 outputs: ViT-S's 6304 x 1536 x 384 layer with its bias took 0.123
 # ms on 4 warps, 0.140 on 8 and 0.117 on 64 x 64 bare, 0.194, 0.181 and 0.146 with a GELU. Rated
-# by their bare rates (0.233 for 4 warps, 0.166 for 8) the cost model put ViT-S/16 at batch 32 at
-# 9.71 ms where these ratings (cost.py) gave 9.22 the same day (TF32, device I/O): it has no
-# epilogue term, `kuiper tune` measures.
+# by their bare rates (0.233 for 4 warps, 0.166 for 8), ViT-S/16 at batch 32 ran in 9.71 ms, in
+# another call than the 9.22 with these ratings (cost.py; TF32, device I/O, one run each): the
+# cost model has no epilogue term, `kuiper tune` measures.
 # FP16: the winners of 22 variants of the register path (2026-11-28: tiles, one or two buffers,
 # ldmatrix or not), whose rates are in cost.py's MMA_EFFICIENCY; they load their fragments with
 # ldmatrix, and the big tiles take one local buffer (point 7: a 128 x 128 tile then walks k 32

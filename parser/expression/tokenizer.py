@@ -82,12 +82,14 @@ def tokenize(expr: str) -> list[Token]:
 def _word(expr: str, text: str, column: int) -> Token:
     """Classify one accumulated word as an input, a literal or a name."""
     if text.startswith("@"):
-        if not text[1:].isdigit():
+        digits = text[1:]
+        if not (digits.isascii() and digits.isdigit()):   # (isdigit alone takes '²')
             raise ExpressionError(expr, column, f"'{text}' is not an input: expected '@' "
                                                 "followed by an input number, like @0")
-        if len(text) > 10:   # no operator has a billion inputs (and int() refuses 4,300 digits)
-            raise ExpressionError(expr, column, f"input number {text[:12]}... is too large")
-        return Token(Kind.INPUT, text, column, int(text[1:]))
+        if len(digits.lstrip("0")) > 9:   # no operator has a billion inputs (and int()
+            shown = text if len(text) <= 12 else text[:12] + "..."   # refuses 4,300 digits)
+            raise ExpressionError(expr, column, f"input number {shown} is too large")
+        return Token(Kind.INPUT, text, column, int(digits))
     if text in _KEYWORDS:
         return Token(Kind.LITERAL, text, column, _KEYWORDS[text])
     try:

@@ -309,7 +309,7 @@ def test_conv2d_from_a_pnnx_export(backend, export_model):
 
 
 @pytest.mark.parametrize("op_type, groups, kernel", [
-    ("nn.Conv2d", 1, 1), ("nn.Conv2d", 2, 3), ("nn.Conv2d", 4, 3), ("nn.Conv2d", 1, 3),
+    ("nn.Conv2d", 1, 1), ("nn.Conv2d", 2, 3), ("nn.Conv2d", 2, 1), ("nn.Conv2d", 1, 3),
     ("nn.ConvTranspose2d", 1, 3), ("nn.ConvTranspose2d", 2, 3),
 ])
 def test_an_empty_batch_gives_an_empty_output(backend, rng, op_type, groups, kernel):
@@ -317,10 +317,11 @@ def test_an_empty_batch_gives_an_empty_output(backend, rng, op_type, groups, ker
     # infer a size from no values (pointwise, depthwise and transposed convolutions)
     x = np.zeros((0, 4, 6, 7), np.float32)
     transposed = op_type == "nn.ConvTranspose2d"
-    w = rng.standard_normal((4, 4 // groups, kernel, kernel) if transposed
-                            else (4, 4 // groups, kernel, kernel)).astype(np.float32)
-    b = rng.standard_normal(4).astype(np.float32)
-    params = {**conv_params(4, 4, kernel, padding=kernel // 2, groups=groups)}
+    cout = 6   # the weight: (Cout, Cin/G, k, k), transposed (Cin, Cout/G, k, k)
+    w = rng.standard_normal((4, cout // groups, kernel, kernel) if transposed
+                            else (cout, 4 // groups, kernel, kernel)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    params = {**conv_params(4, cout, kernel, padding=kernel // 2, groups=groups)}
     if transposed:
         del params["padding_mode"]
         params["output_padding"] = (0, 0)
@@ -329,3 +330,23 @@ def test_an_empty_batch_gives_an_empty_output(backend, rng, op_type, groups, ker
     f = F.conv_transpose2d if transposed else F.conv2d
     want = f(*map(torch.from_numpy, (x, w, b)), padding=kernel // 2, groups=groups)
     assert y.shape == tuple(want.shape)
+
+
+@pytest.mark.parametrize("op_type", ["nn.Conv2d", "nn.ConvTranspose2d"])
+def test_an_input_without_channels_is_refused(backend, op_type):
+    # a weight (4, 0, 3, 3): nothing to sum (PyTorch answers with 0 output channels); the
+    # transposed convolution's weight (0, 4, 3, 3) failed to reshape with a bare ValueError
+    w = np.zeros((4, 0, 3, 3) if op_type == "nn.Conv2d" else (0, 4, 3, 3), np.float32)
+    params = conv_params(0, 4, 3, bias=False)
+    if op_type == "nn.ConvTranspose2d":
+        del params["padding_mode"]
+        params["output_padding"] = (0, 0)
+    with pytest.raises(kuiper.OperatorError, match="in_channels=0 and out_channels=4 must"):
+        run_operator(op_type, [np.zeros((1, 0, 5, 5), np.float32)], params=params,
+                     weights={"weight": w}, backend=backend)
+
+
+def test_f_conv2d_of_an_input_without_channels_is_refused(backend):
+    x, w = np.zeros((1, 0, 5, 5), np.float32), np.zeros((4, 0, 3, 3), np.float32)
+    with pytest.raises(kuiper.ShapeError, match="has no channels"):
+        run_operator("F.conv2d", [x, w], backend=backend)

@@ -350,6 +350,7 @@ def test_every_function_has_every_backend():
     # (case 15189: int() refuses to read it)
     ("[inf,abc,@1]", "item 2 of the list is the name 'abc'"),
     ("add(@" + "1" * 5000 + ",@0)", "is too large"),
+    ("add(@\u00b2,@0)", "'@\u00b2' is not an input"),   # a superscript digit: not a number
 ])
 def test_bad_expression_fails_at_load(backend, expr, message):
     x = np.ones((2, 3), np.float32)
@@ -404,3 +405,10 @@ def test_square_powers(backend, rng, expr, reference):
     source = generate(layer.expr, layer.rpn, specs, out).source
     code = "\n".join(line for line in source.splitlines() if not line.startswith("//"))
     assert ("pow(" in code) == (expr == "pow(@0,3)"), source
+
+
+def test_an_expression_of_an_empty_tensor_is_empty(backend):
+    # no value to compute: on OpenCL the operator runs no step at all
+    x = np.zeros((0, 3), np.float32)
+    out = run("add(@0,1)", [x], backend)
+    assert out.shape == (0, 3) and out.dtype == np.float32

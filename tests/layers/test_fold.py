@@ -28,7 +28,7 @@ def _params(geometry):
 
 @pytest.mark.parametrize("op_type", ["nn.Unfold", "F.unfold"])
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
-@pytest.mark.parametrize("shape", [(2, 5, 13, 11), (3, 9, 10)])
+@pytest.mark.parametrize("shape", [(2, 5, 13, 11), (3, 9, 10), (0, 4, 6, 6)])   # (a batch of 0)
 def test_unfold_matches_torch(backend, rng, op_type, geometry, shape):
     x = rng.standard_normal(shape).astype(np.float32)
     (y,) = run_operator(op_type, [x], params=_params(geometry), backend=backend)

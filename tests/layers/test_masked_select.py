@@ -61,3 +61,11 @@ def test_masked_select_graph_is_dynamic(backend, rng, export_model):
         x = torch.from_numpy(rng.random((2, 5, 9)).astype(np.float32))
         for got, want in zip(graph.forward(x.numpy()), module(x)):
             assert_close(got, want.numpy())
+
+
+def test_masked_select_of_an_empty_input(backend):
+    # an empty input: the output's size is data-dependent (a bound of 0), so the operator
+    # still runs on OpenCL (the executor skips only outputs empty by their static shape)
+    x = np.zeros((0, 3), np.float32)
+    (y,) = run_operator("torch.masked_select", [x, x > 0], backend=backend)
+    assert y.shape == (0,) and y.dtype == np.float32

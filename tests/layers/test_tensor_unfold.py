@@ -75,3 +75,9 @@ def test_aten_unfold_needs_known_arguments(backend):
     with pytest.raises(kuiper.OperatorError, match="the size input is not known"):
         run_operator("aten::unfold", [x, np.array(1), np.array(2), np.array(1)],
                      constants=[1, 3], backend=backend)
+
+
+def test_tensor_unfold_says_where_its_arguments_are_missing(backend):
+    x = np.zeros((2, 5, 7), np.float32)
+    with pytest.raises(kuiper.OperatorError, match=r"got parameter\(s\) \['dimension'\] and 1"):
+        run_operator("Tensor.unfold", [x], params={"dimension": 1}, backend=backend)

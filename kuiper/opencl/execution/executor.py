@@ -9,7 +9,8 @@ At build time (once per input shape):
   no-op's output is its input's array), and a producer with a fused epilogue gets it as
   `bind(..., epilogue=, residual=)`, its absorbed operators no step (their output is the
   producer's array); a producer whose kernels do not apply it runs one more kernel
-  (kuiper/opencl/execution/epilogue_step.py),
+  (kuiper/opencl/execution/epilogue_step.py), and an operator whose outputs are all empty by
+  their shapes (a batch of 0 images) gets no step either (`computes_nothing`),
 - every layer says what scratch it needs (`workspace_shapes`), one shared scratch is sized for
   the largest, and every layer creates its kernels and binds their arguments, once
   (`bind_layer`), its workspaces passed as `bind(..., workspaces=)`.
@@ -83,11 +84,14 @@ def precision_decision(layer, precision: str) -> dict:
     return {"precision": precision} if getattr(layer, "reduced_precision", False) else {}
 
 
-def computes_nothing(out_specs) -> bool:
-    """Every output of the operator is empty (a batch of 0 images, a 0 in a shape): there
-    is no value to compute, so its layer is neither sized nor bound (kernels sized from the
-    output would divide by 0 or launch an empty grid, which OpenCL refuses)."""
-    return bool(out_specs) and all(spec.numel == 0 for spec in out_specs)
+def computes_nothing(out_specs, kinds) -> bool:
+    """Every output of the operator has a static shape with a 0 in it (a batch of 0 images):
+    there is no value to compute, so the operator is neither sized nor bound and runs no step
+    (kernels sized from the output would divide by 0 or launch an empty grid, which OpenCL
+    refuses). A data-dependent size (spec.dynamic: its shape is a bound) and a host-only
+    output (a value the layer hands over when it runs) still run."""
+    return (bool(out_specs) and all(spec.numel == 0 and not spec.dynamic for spec in out_specs)
+            and all(kind.kind != "host" for kind in kinds))
 
 
 def bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogue=None,
@@ -105,8 +109,6 @@ def bind_layer(op, layer, runtime, inputs, outputs, in_specs, out_specs, epilogu
     why)."""
     layer.attach(runtime)
     described = OpenCLExecutor._refuse_oversized(op, layer, in_specs, out_specs)
-    if computes_nothing(out_specs):   # no launch: attach left the layer with none
-        return
     extras = {}
     if layer.epilogue_in_kernel:
         extras.update(epilogue=epilogue, residual=residual)
@@ -269,7 +271,7 @@ class OpenCLExecutor:
         kinds = self._output_kinds(todo)
         memory = self._plan_memory(todo, kinds)
         self._device_memory = memory
-        self._request_workspaces(todo)
+        self._request_workspaces(todo, kinds)
 
         def new_array(name, spec):  # where the plan placed the operand, else a buffer of its own
             if memory is not None and name in memory.plan.offsets:
@@ -309,6 +311,11 @@ class OpenCLExecutor:
                                    f"device{not_tensor_inputs(op, specs)}")
                 else:
                     outputs.append(new_array(operand.name, spec))
+            if computes_nothing(out_specs, kinds.get(op.name, ())):   # no step: arrays only
+                for operand, array in zip(op.outputs, outputs):
+                    self.arrays[operand.name] = array
+                self._advance(1)
+                continue
             if isinstance(layer, OpenCLLayer):
                 bind_layer(op, layer, rt, inputs, outputs, in_specs, out_specs, epilogue,
                            residual, self.workspaces.arrays(step), graph.specs,
@@ -352,7 +359,7 @@ class OpenCLExecutor:
                 kinds[op.name] = [FRESH] * len(out_specs)
         return kinds
 
-    def _request_workspaces(self, todo) -> None:
+    def _request_workspaces(self, todo, kinds) -> None:
         """What every layer declared it needs as scratch (`workspace_shapes`), asked before any
         layer binds, so the shared scratch is sized once and each layer binds once, into it."""
         specs = self.graph.specs
@@ -362,7 +369,7 @@ class OpenCLExecutor:
                 continue
             in_specs = [specs[o.name] for o in op.inputs]
             out_specs = [specs[o.name] for o in op.outputs]
-            if computes_nothing(out_specs):
+            if computes_nothing(out_specs, kinds.get(op.name, ())):
                 continue
             try:
                 shapes = call(op, layer, "workspace_shapes", layer.workspace_shapes, in_specs,
