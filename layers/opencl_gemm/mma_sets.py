@@ -57,7 +57,7 @@ def emulated(params: dict) -> dict:
 # 119-127; but truncation is biased: every product comes out about 2^-10 smaller on average, in
 # every layer the same way, an error that adds up through a network where rounding's cancels, so
 # the kernel keeps cvt.rna. (Rounding each word once, in local memory, after its copy landed and
-# before the barrier, ran 84-91: every warp waits for it.) The 8-warp tile comes first all the
+# before the barrier, ran 83-92: every warp waits for it.) The 8-warp tile comes first all the
 # same: a fused epilogue runs once per output after the last slab, where nothing overlaps it, and
 # on 4 warps a work-item has 128 outputs: ViT-S's 6304 x 1536 x 384 layer with its bias took 0.123
 # ms on 4 warps, 0.140 on 8 and 0.117 on 64 x 64 bare, 0.194, 0.181 and 0.146 with a GELU. Rated
