@@ -222,10 +222,8 @@ class ConvNd(Layer):
         else:
             wmat, bias = self.wmat, self.bvec
         if geo.n == 0:   # a batch of no images: an empty output (PyTorch's)
-            y = np.zeros((geo.n, geo.cout, *geo.out), np.float32)
-            if bias is not None:
-                y += bias.reshape(-1, *(1,) * len(geo.out))
-            return [finish_output(y.reshape(geo.out_shape), inputs, epilogue, residual, out)]
+            y = np.empty(geo.out_shape, np.float32)
+            return [finish_output(y, inputs, epilogue, residual, out)]
         x = np.asarray(x, dtype=np.float32).reshape(geo.n, geo.c, *geo.size)
         xp = im2col.pad_input(x, geo.pads, self.padding_mode)
         g, k = self.groups, geo.cin_g * int(np.prod(geo.kernel))

@@ -54,10 +54,7 @@ class TensorUnfold(DataMovementLayer):
         if step < 1:
             raise self.op.error(f"step={step} must be >= 1")
         self.size, self.step = size, step
-        windows = (length - size) // step + 1
-        shape = (*x.shape[:self.dim], windows, *x.shape[self.dim + 1:], size) if rank \
-            else (size,)
-        return [TensorSpec(shape, x.dtype)]
+        return [TensorSpec(self.infer_shape(x.shape), x.dtype)]
 
     def forward(self, inputs):
         x = np.asarray(inputs[0])
