@@ -124,7 +124,11 @@ def run_command(args: argparse.Namespace) -> int:
         emit({"model": graph.param_path, "device": tuning_cache.device_key(device),
               "cache": str(path), "problems": [problem_dict(p) for p in problems]})
         return 0
-    print(format_table(result_rows(problems), right=(4, 5, 6)))
+    if problems:
+        print(format_table(result_rows(problems), right=(4, 5, 6)))
+    else:   # only the convolutions and matrix products have kernels to choose between
+        print("nothing to tune: the model has no convolution or matrix product that computes "
+              "a value (a batch of 0 computes none)")
     print(f"tuning cache: {path} ({tuning_cache.device_key(device)})")
     return 0
 

@@ -162,6 +162,8 @@ def utilisation(params: dict, groups: int, device: Any) -> float:
     section, "The cost model's wave tail".)"""
     rates = device_rates(device)
     units = max(1, int(device.max_compute_units)) if device is not None else 2
+    if groups <= 0:   # an empty problem (a batch of 0): nothing runs, nothing is lost
+        return 1.0
     balance = groups / (-(-groups // units) * units)   # groups / units over its ceiling
     if rates.is_cpu or params["kernel"] not in ("gemm_tiled", "gemm_mma"):  # (blocked on a GPU)
         return balance

@@ -316,6 +316,48 @@ def test_tune_a_model_whose_output_is_a_tuple(capsys, cache_dir, tmp_path, rng, 
     assert problem["best"]["seconds"] == 1e-3 and not problem["partial"]
 
 
+def empty_batch_model(tmp_path, rng) -> str:
+    """A convolution and a linear layer on a batch of 0 images: nothing to compute."""
+    lines = ["pnnx.Input in0 0 1 0 #0=(0,3,8,8)f32",
+             "nn.Conv2d conv 1 1 0 1 bias=False dilation=(1,1) groups=1 in_channels=3 "
+             "kernel_size=(3,3) out_channels=4 padding=(1,1) padding_mode=zeros stride=(1,1) "
+             "@weight=(4,3,3,3)f32 #0=(0,3,8,8)f32 #1=(0,4,8,8)f32",
+             "nn.Flatten flat 1 1 1 2 end_dim=-1 start_dim=1 #1=(0,4,8,8)f32 #2=(0,256)f32",
+             "nn.Linear fc 1 1 2 3 bias=True in_features=256 out_features=5 "
+             "@weight=(5,256)f32 @bias=(5)f32 #2=(0,256)f32 #3=(0,5)f32",
+             "pnnx.Output out0 1 0 3"]
+    path = tmp_path / "empty.pnnx.param"
+    path.write_text(f"7767517\n{len(lines)} 4\n" + "\n".join(lines) + "\n")
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "empty.pnnx.bin", "w") as z:
+        for name, shape in (("conv.weight", (4, 3, 3, 3)), ("fc.weight", (5, 256)),
+                            ("fc.bias", (5,))):
+            z.writestr(name, rng.standard_normal(shape).astype(np.float32).tobytes())
+    return str(path)
+
+
+@needs_opencl
+def test_a_batch_of_zero_has_nothing_to_tune(capsys, cache_dir, tmp_path, rng):
+    """Its convolution and linear layer compute no value and are never bound: the cost model
+    divided by their 0 work-groups (a bare ZeroDivisionError) before they were skipped."""
+    model = empty_batch_model(tmp_path, rng)
+    result = run_main(capsys, "tune", model, "--runs", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["problems"] == []
+    result = run_main(capsys, "tune", model, "--runs", "1")
+    assert result.returncode == 0 and "nothing to tune" in result.stdout
+
+
+@pytest.mark.parametrize("device", ["h100", "two_core_cpu"])
+def test_the_cost_model_rates_an_empty_gemm_without_dividing_by_zero(device):
+    from kuiper.layers.opencl_gemm.cost import gemm_seconds, ranked_gemm_params
+    from tests.opencl import described_devices
+
+    described = getattr(described_devices, f"fake_{device}")()
+    sets = ranked_gemm_params(described, 0, 5, 256, trans_b=True)
+    assert sets and all(gemm_seconds(described, p, 0, 5, 256) >= 0 for p in sets)
+
+
 @needs_opencl
 def test_a_tune_goes_on_where_it_stopped_and_fresh_times_again(capsys, cache_dir, tmp_path,
                                                                rng, monkeypatch):

@@ -25,7 +25,7 @@ import numpy as np
 
 from kuiper.core.errors import KuiperError
 from kuiper.opencl.execution.epilogue_step import epilogue_operand
-from kuiper.opencl.execution.executor import bind_layer, precision_decision
+from kuiper.opencl.execution.executor import bind_layer, computes_nothing, precision_decision
 
 log = logging.getLogger("kuiper.tune")
 
@@ -164,6 +164,8 @@ def collect_problems(graph) -> list[Problem]:
             continue
         in_specs = [graph.specs[o.name] for o in op.inputs]
         out_specs = [graph.specs[o.name] for o in op.outputs]
+        if computes_nothing(out_specs, ()):   # a batch of 0: never bound, nothing to time
+            continue
         precision = graph.plan.precision_of(op)
         if isinstance(layer, ConvBind):
             if getattr(layer, "host_fallback", None) is not None:
