@@ -92,8 +92,27 @@ class ConvNd(Layer):
             layer.weight = op.weight("weight", optional=True)
             layer.bias = op.weight("bias", optional=True)
         if layer.weight is not None:
+            layer.check_weights(op)
             layer.wmat, layer.bvec = layer.gemm_weights(layer.weight, layer.bias)
         return layer
+
+    def check_weights(self, op) -> None:
+        """The weight and bias as attributes: an F.convNd's folded ones are not checked
+        against in/out_channels by read_module_weights, so at least against each other."""
+        w, b, nd = self.weight, self.bias, self.ndim
+        if w.ndim != nd + 2 or w.shape[0] % self.groups:
+            raise op.error(f"@weight {tuple(w.shape)} should be {nd + 2}-D "
+                           f"{self.weight_shape_text}, its first axis divisible by "
+                           f"groups={self.groups}")
+        cout = self.out_channels_of(w.shape)
+        if b is not None and tuple(b.shape) != (cout,):
+            raise op.error(f"@bias {tuple(b.shape)} should hold one value per output channel "
+                           f"of @weight {tuple(w.shape)}: ({cout},)")
+
+    weight_shape_text = "(out_channels, in_channels / groups, kernel...)"
+
+    def out_channels_of(self, w_shape) -> int:
+        return w_shape[0]
 
     def read_padding(self, op) -> str | list[tuple[int, int]]:
         """'same', 'valid', or (before, after) per spatial axis.

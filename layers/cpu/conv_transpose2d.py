@@ -49,6 +49,11 @@ class ConvTransposeNd(ConvNd):
     def weight_shape(self, cin: int, cout: int, kernel) -> tuple[int, ...]:
         return (cin, cout // self.groups, *kernel)
 
+    weight_shape_text = "(in_channels, out_channels / groups, kernel...)"
+
+    def out_channels_of(self, w_shape) -> int:
+        return w_shape[1] * self.groups
+
     def gemm_weights(self, w: np.ndarray, b: np.ndarray | None
                      ) -> tuple[np.ndarray, np.ndarray | None]:
         """W^T per group: (Cin, Cout/G, *k) -> (G, Cout/G*prod(k), Cin/G), made contiguous once."""

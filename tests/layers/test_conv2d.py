@@ -350,3 +350,37 @@ def test_f_conv2d_of_an_input_without_channels_is_refused(backend):
     x, w = np.zeros((1, 0, 5, 5), np.float32), np.zeros((4, 0, 3, 3), np.float32)
     with pytest.raises(kuiper.ShapeError, match="has no channels"):
         run_operator("F.conv2d", [x, w], backend=backend)
+
+
+@pytest.mark.parametrize("op_type, w_shape, bias, message", [
+    # fuzz seed 5551212, case 3800: a folded weight with 4 output channels and a bias of 2
+    # failed to concatenate with a bare ValueError
+    ("F.conv2d", (4, 2, 2, 2), 2, r"@bias \(2,\) should hold one value per output channel"),
+    ("F.conv2d", (4, 2, 2), 4, r"@weight \(4, 2, 2\) should be 4-D"),
+    ("F.conv2d", (3, 2, 2, 2), 3, "its first axis divisible by groups=2"),
+    # transposed: (Cin, Cout/G, k, k), so 2 x 3 = 6 output channels
+    ("F.conv_transpose2d", (4, 3, 2, 2), 4, r"@bias \(4,\) should hold one value per output "
+                                            r"channel of @weight \(4, 3, 2, 2\): \(6,\)"),
+])
+def test_folded_weights_that_do_not_fit_each_other_are_refused(backend, rng, op_type, w_shape,
+                                                               bias, message):
+    weights = {"weight": rng.standard_normal(w_shape).astype(np.float32),
+               "bias": rng.standard_normal(bias).astype(np.float32)}
+    groups = 2 if w_shape[0] == 3 or op_type == "F.conv_transpose2d" else 1
+    with pytest.raises(kuiper.OperatorError, match=message):
+        run_operator(op_type, [rng.standard_normal((1, 4, 6, 6)).astype(np.float32)],
+                     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1),
+                             "groups": groups}, weights=weights, backend=backend)
+
+
+def test_a_folded_transposed_weight_with_its_bias_runs(backend, rng):
+    # the bias of F.conv_transpose2d counts Cout = weight.shape[1] * groups, not shape[0]
+    x = rng.standard_normal((1, 4, 5, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 2, 2)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    (y,) = run_operator("F.conv_transpose2d", [x],
+                        params={"stride": (2, 2), "padding": (0, 0), "dilation": (1, 1),
+                                "groups": 2, "output_padding": (0, 0)},
+                        weights={"weight": w, "bias": b}, backend=backend)
+    want = F.conv_transpose2d(*map(torch.from_numpy, (x, w, b)), stride=2, groups=2)
+    assert_close(y, want.numpy())
