@@ -27,7 +27,6 @@ from kuiper.layers.opencl_base import OpenCLLayer
 from kuiper.layers.opencl_conv import selector
 from kuiper.layers.opencl_conv.algorithms import ConvOperands, ConvProblem
 from kuiper.layers.opencl_gemm.launch import WeightBuffers
-from kuiper.layers.opencl_gemm.parameter_sets import computes_in
 
 
 def lift3(values, fill=1) -> tuple:
@@ -96,7 +95,7 @@ class ConvBind(WeightBuffers, OpenCLLayer):
             epilogue=epilogue, workspaces=list(workspaces), weight_half=half)
         self.algorithm, self.algorithm_params, self.algorithm_reason = (algorithm.name, params,
                                                                          reason)
-        self.computes = computes_in(params, half_weight=half)
+        self.computes = algorithm.computes(params, half_weight=half)
         self.conv_problem = problem
         self.launches = algorithm.bind(self, problem, ops, params)
 

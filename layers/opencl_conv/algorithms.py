@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kuiper.layers.opencl_gemm.parameter_sets import computes_in
+
 Pair = tuple[int, int]
 
 
@@ -108,6 +110,11 @@ class ConvAlgorithm:
     def unsupported(self, problem: ConvProblem, device: Any) -> str | None:
         """None when this algorithm can run `problem`, else why not (shown by `kuiper tune`)."""
         return None
+
+    def computes(self, params: dict, half_weight: bool = False) -> str:
+        """What it computes in with `params`, for `kuiper info`: 'fp32', or a tensor-core
+        set's precision ('tf32', 'fp16'), with ', half weight' where the weight is half."""
+        return computes_in(params, half_weight)
 
     def cost(self, problem: ConvProblem, device: Any) -> float:
         """Estimated seconds on `device` (the cost model: only the order matters)."""

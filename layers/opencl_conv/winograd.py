@@ -17,7 +17,9 @@ channels, the 36 elementwise products become 36 independent matrix products
                       GEMM, output channels contiguous); on GPUs, gemm.h's tiled GEMM instead
                       (a parameter set {"gemm": <gemm_tiled set>}: V[p] is its A stored K x M,
                       the 36 positions its batch), which shares each loaded value among a
-                      work-group through local memory;
+                      work-group through local memory; for F(2x2) at precision tf32, a
+                      tensor-core set of gemm_mma.h where the device has them (WinogradF2
+                      says why F(4x4) stays fp32);
   3. winograd_output: y = A^T M A + bias, then the fused epilogue, stored in NCHW.
 
 U is computed here at bind time, in float64 and rounded once to float32; when the weight is an
@@ -60,9 +62,10 @@ from kuiper.layers.opencl_conv.algorithms import (
     register_algorithm,
 )
 from kuiper.layers.opencl_conv.launch import buffer_of, grouped_launch, prefetch_options
+from kuiper.layers.opencl_gemm import mma_sets
 from kuiper.layers.opencl_gemm.cost import gemm_seconds
 from kuiper.layers.opencl_gemm.launch import weight_gemm_launch
-from kuiper.layers.opencl_gemm.parameter_sets import GPU_PARAMETER_SETS, fits
+from kuiper.layers.opencl_gemm.parameter_sets import GPU_PARAMETER_SETS, computes_in, fits
 from kuiper.layers.opencl_helpers.buffers import keep_alive
 from kuiper.opencl.device.roofline import device_rates, roofline
 from kuiper.opencl.device.vector_width import narrow_registers, wide_vectors
@@ -217,12 +220,23 @@ class Winograd(ConvAlgorithm):
         return (round_up(tiles, PAD_TILED), round_up(problem.cout, PAD_TILED), problem.c,
                 (self.tile + 2) ** 2)
 
+    def _product_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
+        """Every gemm.h set the products may run on: gemm_tiled's, and the tensor-core sets
+        of the problem's precision where the algorithm computes in it (`precisions`) and the
+        device has them (mma_sets.py)."""
+        precision = problem.precision if problem.precision in self.precisions else "fp32"
+        tensor = mma_sets.mma_sets_for(device, precision) if device is not None else []
+        return [p for p in tensor + GPU_PARAMETER_SETS if device is None or fits(p, device)]
+
     def _gemm_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         """gemm.h's parameter sets for the products, cheapest first by the cost model."""
         *_, tiles = self.geometry(problem)
         shape = self._gemm_shape(problem, tiles)
-        sets = [p for p in GPU_PARAMETER_SETS if device is None or fits(p, device)]
-        return sorted(sets, key=lambda p: gemm_seconds(device, p, *shape))
+        return sorted(self._product_sets(problem, device),
+                      key=lambda p: gemm_seconds(device, p, *shape))
+
+    def computes(self, params: dict, half_weight: bool = False) -> str:
+        return computes_in(params.get("gemm", {}))   # the products' set; U is never half
 
     def parameter_sets(self, problem: ConvProblem, device: Any) -> list[dict]:
         """CPUs: winograd_gemm's register blocks, `bm` output channels (one or two float
@@ -255,9 +269,11 @@ class Winograd(ConvAlgorithm):
         *_, tiles = self.geometry(problem)
         gemm = params.get("gemm")
         if gemm is not None:
-            if gemm not in GPU_PARAMETER_SETS:
-                raise ValueError(f"{gemm} is not one of the GPU parameter sets of "
-                                 "layers/opencl_gemm/parameter_sets.py (gemm_tiled)")
+            if gemm not in self._product_sets(problem, device):
+                raise ValueError(f"{gemm} is not one of the parameter sets of "
+                                 "layers/opencl_gemm/ the products may run on here (gemm_tiled, "
+                                 f"or the tensor cores' at precision {problem.precision} where "
+                                 "the algorithm and the device have them)")
             nt_pad, cout_pad, *_ = self._gemm_shape(problem, tiles)
             return nt_pad, cout_pad
         bm, bn = int(params.get("bm", 8)), int(params.get("bn", 4))
@@ -354,3 +370,10 @@ class WinogradF2(Winograd):
     good_for = ("3x3 stride-1 convolutions on small images (7x7, 14x14), where F(4x4)'s tiles "
                 "stick out: 2.25x fewer multiplies, more accurate")
     tile = 2
+    # Its products may run on the tensor cores in TF32 (GPUs whose probe passed): TF32 rounds
+    # V and U to 10 bits of mantissa (2^-11 each), and F(2x2)'s transforms (entries 0 and +-1)
+    # grow that by a few times only, well inside the contract's 5e-2 of the output's scale
+    # (DESIGN.md, section 7; tests/opencl/test_conv_winograd.py measures it). F(4x4)'s grow it
+    # up to ~100x, to the bound itself: F(4x4) stays in fp32. Not fp16: U would have to be
+    # stored as half, and half's range is narrower than the transformed sums need.
+    precisions = ("fp32", "tf32")

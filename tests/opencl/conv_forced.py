@@ -82,9 +82,11 @@ def torch_conv(case: ConvCase, x, w, b) -> np.ndarray:
         return module(torch.from_numpy(x)).numpy()
 
 
-def run_forced(case: ConvCase, x, w, b, algorithm: str, params: dict | None = None):
-    """(output, the conv layer) with `algorithm` forced (params None) or pinned to `params`;
-    skipped, saying why, where the device cannot run it (skip_where_it_cannot_run)."""
+def run_forced(case: ConvCase, x, w, b, algorithm: str, params: dict | None = None,
+               precision: str = "fp32"):
+    """(output, the conv layer) with `algorithm` forced (params None) or pinned to `params`,
+    the model loaded at `precision`; skipped, saying why, where the device cannot run it
+    (skip_where_it_cannot_run)."""
     from tests.opencl.conv_harness import skip_where_it_cannot_run
 
     skip_where_it_cannot_run(algorithm, params)
@@ -94,7 +96,7 @@ def run_forced(case: ConvCase, x, w, b, algorithm: str, params: dict | None = No
     with tempfile.TemporaryDirectory(prefix="kuiper-conv-") as folder, choice:
         path = write_operator_model(folder, f"nn.Conv{case.ndim}d", [x], case.params(),
                                     weights)
-        graph = kuiper.load(path, backend="opencl")
+        graph = kuiper.load(path, backend="opencl", precision=precision)
         (y,) = graph.forward(x)
     layer = next(op.layer for op in graph.operators if op.name == "op0")
     return y, layer

@@ -66,7 +66,7 @@ def pair(v) -> tuple[int, int]:
 
 
 def make_problem(x_shape, w_shape, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros") -> ConvProblem:
+                 padding_mode="zeros", precision="fp32") -> ConvProblem:
     n, c, h, w = x_shape
     cout, _, kh, kw = w_shape
     stride, dilation = pair(stride), pair(dilation)
@@ -75,7 +75,7 @@ def make_problem(x_shape, w_shape, stride=1, padding=0, dilation=1, groups=1,
            for s, k, st, p, d in zip((h, w), (kh, kw), stride, pads, dilation)]
     return ConvProblem(n=n, c=c, cout=cout, groups=groups, size=(1, h, w), kernel=(1, kh, kw),
                        out=(1, *out), stride=(1, *stride), dilation=(1, *dilation),
-                       pads=((0, 0), *pads), padding_mode=padding_mode)
+                       pads=((0, 0), *pads), padding_mode=padding_mode, precision=precision)
 
 
 def activation_operator(op_type: str, **params) -> RuntimeOperator:

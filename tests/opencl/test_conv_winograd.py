@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
@@ -26,6 +27,9 @@ import torch.nn as nn
 from kuiper.core.errors import KuiperError
 from kuiper.layers.opencl_conv import winograd as conv_winograd
 from kuiper.layers.opencl_conv.algorithms import ALGORITHMS, forced
+from kuiper.layers.opencl_gemm import mma_sets
+from kuiper.layers.opencl_gemm.parameter_sets import fits
+from kuiper.opencl.device.runtime import OpenCLRuntime
 from kuiper.testing import assert_close
 from tests.conftest import opencl_available
 from tests.opencl.conv_forced import ConvCase, run_forced
@@ -319,3 +323,71 @@ def test_winograd_first_block_on_8_float_registers_is_16_channels_by_4_tiles(nam
     assert {"bm": 16, "bn": 4, "local": [1, 4, 1]} in wide
     few = make_problem((1, 8, 6, 6), (4, 8, 3, 3), padding=1)   # 4 channels: bm 4
     assert ALGORITHMS[name].parameter_sets(few, avx2)[0]["bm"] == 4
+
+
+# --- F(2x2)'s products on the tensor cores (precision="tf32") --------------------------------
+# TF32 rounds V and U to 10 bits of mantissa (2^-11 each); the transforms of F(2x2) (entries 0
+# and +-1) add up to 16 of those products per output tile. Measured on these cases and 128
+# channels at 8 x 8 (Oclgrind, emulated, the one set that fits its local memory): at most 0.71
+# units of 2^-11 x the tile's sum |w||x| (3e-4 to 6e-4 of the largest output); the bound leaves
+# a 5x margin for the tensor cores' own order of additions.
+TF32_GROWTH = 4
+U_TF32 = 2.0 ** -11
+
+
+@pytest.mark.parametrize("mode", ["emulated", "ptx"])
+@pytest.mark.parametrize("shape,cout,padding,bias", [
+    ((1, 7, 9, 11), 5, 1, True),      # fewer channels and tiles than any tile of the GEMM
+    ((2, 19, 13, 10), 37, 0, False),  # odd everything, no padding
+    ((1, 64, 14, 14), 48, 1, True),   # a ResNet-like layer: K = 64 along the products
+])
+def test_f2_products_run_on_the_tensor_cores_in_tf32(rng, mode, shape, cout, padding, bias):
+    """Every TF32 tensor-core set as the products' GEMM (forced), emulated anywhere and on the
+    tensor cores where the probe found them: within TF32's bound of the float64 result, and
+    visibly not float32 (the rounding shows)."""
+    from tests.opencl.mma_harness import mode_params
+
+    runtime = OpenCLRuntime.shared()
+    case = ConvCase(shape, cout, (3, 3), padding=(padding, padding), bias=bias)
+    x, w, b = case.tensors(rng)
+    expected = torch_reference(x, w, b, padding=padding)
+    sizes = term_sizes(x, w, padding=padding) + (np.abs(b)[:, None, None] if bias else 0)
+    scale = tile_max(sizes, 2)
+    # the sets this device can hold (Oclgrind's local memory takes the smaller tiles only)
+    sets = [p for p in mma_sets.MMA_PARAMETER_SETS["tf32"]
+            if fits(mma_sets.emulated(p), runtime.device)]
+    if not sets:
+        pytest.skip(f"no TF32 tensor-core set fits {runtime.name}")
+    if os.environ.get("KUIPER_OCLGRIND") == "1":   # the simulator: the first and the last set
+        sets = [sets[0], sets[-1]]
+    for params in sets:
+        gemm = mode_params(params, mode, runtime)
+        with mma_sets.emulated_tensor_cores() if mode == "emulated" else nullcontext():
+            y, layer = run_forced(case, x, w, b, "winograd_f2x2", params={"gemm": gemm},
+                                  precision="tf32")
+        assert layer.algorithm_params == {"gemm": gemm} and layer.computes == "tf32"
+        worst = float(np.max(np.abs(y - expected) / scale))
+        assert worst <= TF32_GROWTH * U_TF32, (
+            f"{mma_sets.describe(params)}: error {worst / U_TF32:.2f} x 2^-11 x sum|w||x|")
+        assert worst > 0.05 * U_TF32, "float32 in disguise: no TF32 rounding shows"
+
+
+def test_f2_offers_the_tensor_cores_at_tf32_only_and_f4_never(rng):
+    """The products' sets: the tensor cores' first where the cost model rates them cheaper,
+    at tf32 only (fp16 would store U as half), and never for F(4x4), whose transforms would
+    grow TF32's rounding to the contract's bound."""
+    from tests.opencl.described_devices import fake_h100
+
+    tf32 = make_problem((32, 64, 56, 56), (64, 64, 3, 3), padding=1, precision="tf32")
+    with mma_sets.emulated_tensor_cores():
+        f2 = ALGORITHMS["winograd_f2x2"].parameter_sets(tf32, fake_h100())
+        f4 = ALGORITHMS["winograd_f4x4"].parameter_sets(tf32, fake_h100())
+        fp16 = ALGORITHMS["winograd_f2x2"].parameter_sets(
+            make_problem((32, 64, 56, 56), (64, 64, 3, 3), padding=1, precision="fp16"),
+            fake_h100())
+    def kernels(sets):
+        return {p["gemm"]["kernel"] for p in sets if "gemm" in p}
+    assert "gemm_mma" in kernels(f2) and f2[0]["gemm"]["kernel"] == "gemm_mma"
+    assert kernels(f4) == kernels(fp16) == {"gemm_tiled"}
+    assert ALGORITHMS["winograd_f2x2"].computes(f2[0]) == "tf32"
+    assert json.loads(json.dumps(f2)) == f2
