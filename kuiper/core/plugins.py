@@ -80,6 +80,12 @@ def load_plugin(spec: str | os.PathLike) -> ModuleType:
         else:
             module = _loaded.get(text)
             if module is None:
+                if not all(part.isidentifier() for part in text.split(".")):
+                    # importlib's own errors here ('Empty module name', a relative import)
+                    # would read as the plugin's code failing
+                    raise PluginError(f"plugin '{text:.200}': neither a module name (Python "
+                                      "names joined by dots, e.g. mylayers.swish) nor a path "
+                                      f"(a .py file or a package folder). See {DOCS}.")
                 with registry.registering_for(text):
                     module = _import_name(text)
         _claim(module, text)

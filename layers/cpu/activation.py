@@ -73,9 +73,12 @@ class Activation(ElementwiseLayer):
 
     def forward(self, inputs):
         x = np.asarray(inputs[0], getattr(self, "in_dtype", None))
+        # a 0-D input is computed as one value of 1-D: NumPy turns a 0-D array into a scalar
+        # after one operation, and the formulas write into their temporaries (out=)
+        flat = x.reshape(1) if x.ndim == 0 else x
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            y = self.compute(x, *self.values)
-        return [np.asarray(y, dtype=x.dtype)]
+            y = self.compute(flat, *self.values)
+        return [np.asarray(y, dtype=x.dtype).reshape(x.shape)]
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:

@@ -88,6 +88,20 @@ def test_activation_matches_torch(backend, rng, op_type, params, reference):
     assert_close(y, reference(torch.from_numpy(x)).numpy())
 
 
+@pytest.mark.parametrize("op_type, params, reference", CASES,
+                         ids=[f"{c[0]}-{'-'.join(f'{k}={v}' for k, v in c[1].items())}"
+                              for c in CASES])
+def test_activation_of_a_0d_input(backend, op_type, params, reference):
+    # fuzz seed 8675309, case 15236: a GELU after a torch.var of the whole tensor (a 0-D
+    # value) failed with a bare TypeError: NumPy makes a 0-D array a scalar after one
+    # operation, and sigmoid, SiLU and GELU write into their temporaries
+    for value in (0.7, -2.5):
+        x = np.array(value, np.float32)
+        (y,) = run_operator(op_type, [x], params=params, backend=backend)
+        assert np.shape(y) == ()
+        assert_close(y, reference(torch.from_numpy(x)).numpy())
+
+
 @pytest.mark.parametrize("shape", [(1,), (3, 17), (1, 1, 1, 1), (2, 3, 1, 129), (5, 4, 3, 2, 3),
                                    (2, 197, 171)])  # the last: the CPU's GELU in blocks
 @pytest.mark.parametrize("op_type, reference", [("nn.SiLU", F.silu), ("nn.GELU", F.gelu),

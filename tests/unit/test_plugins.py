@@ -158,6 +158,10 @@ def test_a_plugin_by_entry_point(tmp_path):
     ("no_such_plugin_module", "no module of that name can be imported"),
     ("missing/plugin.py", "does not exist"),
     ("/", "is not a .py file or a package folder"),
+    # fuzz seed 8675309, scenario 1928: importlib's 'Empty module name' read as the plugin's
+    # own code failing; and these are no module names either
+    ("", "neither a module name"), (".relative", "neither a module name"),
+    ("a..b", "neither a module name"), ("x.", "neither a module name"),
 ])
 def test_a_plugin_that_cannot_be_found_is_a_clear_error(tmp_path, spec, expected):
     with pytest.raises(kuiper.PluginError, match=f"plugin '{spec}': .*{expected}"):
