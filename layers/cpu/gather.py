@@ -144,7 +144,9 @@ def absorb_index_list(op: RuntimeOperator) -> list[int | None] | None:
         return None
     producer = op.inputs[1].producer
     expr = producer.params.get("expr") if producer.type == "pnnx.Expression" else None
-    if not isinstance(expr, str) or not re.fullmatch(r"\[(None|@\d+)(,(None|@\d+))*\]", expr):
+    if isinstance(expr, str) and not re.fullmatch(r"\[(None|@\d+)(,(None|@\d+))*\]", expr):
+        return computed_index_item(op, producer, expr)
+    if not isinstance(expr, str):
         return None
     items = expr[1:-1].split(",")
     refs = [int(item[1:]) for item in items if item != "None"]
@@ -166,6 +168,40 @@ def absorb_index_list(op: RuntimeOperator) -> list[int | None] | None:
         producer.layer = None
     positions = iter(range(1, len(op.inputs)))
     return [None if item == "None" else next(positions) for item in items]
+
+
+def list_items(expr: str) -> list[str] | None:
+    """The top-level items of a list expression `[a,f(b,c),None]`, or None if not a list."""
+    if not (expr.startswith("[") and expr.endswith("]")):
+        return None
+    items, depth, start = [], 0, 1
+    for i, ch in enumerate(expr[1:-1], start=1):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(expr[start:i])
+            start = i + 1
+    items.append(expr[start:-1])
+    return items
+
+
+def computed_index_item(op: RuntimeOperator, producer, expr: str) -> list[int | None] | None:
+    """An index list with one computed item, `[floor_divide(@0,2)]` or `[None,add(@1,1)]`
+    (Mixtral's router, Hugging Face transformers 5): the producer computes that item alone,
+    a tensor, and the list around it becomes the pattern. Evaluated as a list, the tensor
+    inside it would index as one more dim. Several computed items are refused by name."""
+    items = list_items(expr)
+    if items is None or not any("@" in item for item in items):
+        return None   # a tensor, or a list of constants (folded: the index reads its value)
+    computed = [k for k, item in enumerate(items) if item != "None"]
+    listed = op.inputs[1]
+    if (len(computed) != 1 or "@" not in items[computed[0]] or listed.consumers != [op]
+            or producer.layer is None):
+        raise op.error(f"the index list {expr} has {len(computed)} items that are not ':' "
+                       f"(None) and {len(listed.consumers)} reader(s): only a list with one "
+                       "computed item, the others ':', read by this index alone, is supported")
+    producer.params["expr"] = items[computed[0]]   # the item alone, computed as a tensor
+    producer.layer = type(producer.layer).from_operator(producer)
+    return [1 if k == computed[0] else None for k in range(len(items))]
 
 
 @register("Tensor.index", backend="cpu")

@@ -1,4 +1,4 @@
-"""torch.topk, torch.sort, torch.argsort: order the elements along one dim.
+"""torch.topk, torch.sort, torch.argsort (and aten::sort): order the elements along one dim.
 
 All three are "the first k positions of a stable ordering": topk takes k of them, sort and
 argsort take all. Ties keep their original order (the smaller index first) and NaN counts as
@@ -8,7 +8,10 @@ whatever std::nth_element leaves, unless k is small next to the dim), so `kuiper
 compares such outputs as sets: see the tolerance rules in kuiper/cli/compare.py.
 
 pnnx keeps only the outputs that are used; with one output, its declared dtype (i64 or not)
-says whether it is the values or the indices.
+says whether it is the values or the indices. `aten::sort` is what pnnx writes when it could not
+name the call (Mixtral's router in Hugging Face transformers 5, a stable sort of expert ids):
+the arguments come as inputs it computed at export, (self, dim, descending) or the stable
+overload's (self, stable, dim, descending).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from kuiper.core.registry import register
 from kuiper.core.tensor_spec import TensorSpec
 from kuiper.layers.base import Layer
+from kuiper.layers.common.datamove import known_ints
 from kuiper.layers.common.reduce_axes import kept_outputs, single_axis
 
 
@@ -75,3 +79,31 @@ class TopK(Layer):
         index = np.take(order, np.arange(self.count), axis=self.axis).astype(np.int64)
         by_name = {"values": np.take_along_axis(x, index, self.axis), "indices": index}
         return [by_name[o] for o in self.outputs]
+
+
+@register("aten::sort", backend="cpu")
+class AtenSort(TopK):
+    """torch.sort with its arguments as known inputs: (self, dim, descending), or the stable
+    overload's (self, stable, dim, descending). Every sort here is stable."""
+
+    @classmethod
+    def from_operator(cls, op):
+        layer = cls(op)
+        layer.k = None
+        layer.outputs = kept_outputs(op)
+        return layer
+
+    def infer(self, inputs):
+        if len(inputs) not in (3, 4):
+            raise self.op.error(f"expected 3 inputs (self, dim, descending) or 4 (self, stable, "
+                                f"dim, descending), got {len(inputs)}")
+        dim, descending = (known_ints(self, spec, name)
+                           for spec, name in zip(inputs[-2:], ("dim", "descending")))
+        if len(dim) != 1 or len(descending) != 1 or descending[0] not in (0, 1):
+            raise self.op.error(f"dim should be one integer and descending one bool, got "
+                                f"{dim} and {descending}")
+        self.dim, self.descending = dim[0], bool(descending[0])
+        return super().infer(inputs[:1])
+
+    def forward(self, inputs):
+        return super().forward(inputs[:1])

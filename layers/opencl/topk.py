@@ -34,3 +34,8 @@ class TopK(OpenCLLayer, topk.TopK):
                         None if yi is None else yi.data, np.int32(n), np.int32(inner),
                         np.int32(self.count))
         self.launches = [Launch(kernel, (round_up(n, wg), rows), (wg, 1))]
+
+
+@register(backend="opencl")
+class AtenSort(TopK, topk.AtenSort):
+    """aten::sort: the same kernel, its dim and order read from the known inputs."""

@@ -373,7 +373,7 @@ class WinogradF2(Winograd):
     # Its products may run on the tensor cores in TF32 (GPUs whose probe passed): TF32 rounds
     # V and U to 10 bits of mantissa (2^-11 each), and F(2x2)'s transforms (entries 0 and +-1)
     # grow that by a few times only, well inside the contract's 5e-2 of the output's scale
-    # (DESIGN.md, section 7; tests/opencl/test_conv_winograd.py measures it). F(4x4)'s grow it
-    # up to ~100x, to the bound itself: F(4x4) stays in fp32. Not fp16: U would have to be
-    # stored as half, and half's range is narrower than the transformed sums need.
+    # (kuiper/DESIGN.md, section 7; tests/opencl/test_conv_winograd.py measures it). F(4x4)'s
+    # grow it up to ~100x, to the bound itself: F(4x4) stays in fp32. Not fp16: U would have
+    # to be stored as half, and half's range is narrower than the transformed sums need.
     precisions = ("fp32", "tf32")

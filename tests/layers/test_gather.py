@@ -109,6 +109,38 @@ def test_index_several_run_time_tensors(backend, rng, tmp_path):
     assert_close(y, torch.from_numpy(x)[torch.from_numpy(i), :, torch.from_numpy(j)].numpy())
 
 
+@pytest.mark.parametrize("expr, index", [("[floor_divide(@0,2)]", lambda t: (t // 2,)),
+                                         ("[None,sub(@0,1)]", lambda t: (slice(None), t - 1))])
+def test_index_list_with_a_computed_item(backend, rng, tmp_path, expr, index):
+    """Mixtral's router (Hugging Face transformers 5): `[floor_divide(@0,2)]`, a list whose
+    item is computed. Evaluated as a list, its tensor indexed as one more dim: (1, 46, 64)
+    where the model has (46, 64), and a later layer failed on it."""
+    from tests.layers.test_scatter import write_model
+    path = write_model(tmp_path, ["pnnx.Input in0 0 1 x #x=(6,7)f32",
+                                  "pnnx.Input in1 0 1 t #t=(9)i64",
+                                  f"pnnx.Expression list 1 1 t idx expr={expr}",
+                                  "Tensor.index op0 2 1 x idx y",
+                                  "pnnx.Output out 1 0 y"], {})
+    graph = kuiper.load(path, backend=backend)
+    x = rng.standard_normal((6, 7)).astype(np.float32)
+    t = rng.integers(1, 7, 9)
+    (y,) = graph.forward(x, t)
+    want = torch.from_numpy(x)[index(torch.from_numpy(t))].numpy()
+    assert y.shape == want.shape and graph.specs[graph.output_operands[0].name].shape == y.shape
+    assert_close(y, want)
+
+
+def test_index_list_with_two_computed_items_is_refused(tmp_path):
+    from tests.layers.test_scatter import write_model
+    path = write_model(tmp_path, ["pnnx.Input in0 0 1 x #x=(6,7)f32",
+                                  "pnnx.Input in1 0 1 t #t=(9)i64",
+                                  "pnnx.Expression list 1 1 t idx expr=[sub(@0,1),sub(@0,2)]",
+                                  "Tensor.index op0 2 1 x idx y",
+                                  "pnnx.Output out 1 0 y"], {})
+    with pytest.raises(kuiper.OperatorError, match="only a list with one computed item"):
+        kuiper.load(path, backend="cpu")
+
+
 class _Indexing(nn.Module):
     def forward(self, x, i):
         return x[i], x[:, :, i], x[:, i, 1]

@@ -131,3 +131,28 @@ def test_compare_treats_unsorted_topk_as_sets(rng, export_model, capsys):
     assert_close(np.sort(values, 1), np.sort(expected.values.numpy(), 1))
     assert compare(str(path), ["cpu", "opencl"], ["torch"], [x]) == 0
     assert "MISMATCH" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stable", [None, True])
+@pytest.mark.parametrize("dim, descending", [(-1, False), (0, True), (1, False)])
+def test_aten_sort_takes_its_arguments_as_inputs(backend, rng, stable, dim, descending):
+    # as pnnx writes Mixtral's router (Hugging Face transformers 5): a stable sort of expert
+    # ids, full of ties, with (dim, descending) or (stable, dim, descending) as computed inputs
+    x = rng.integers(0, 4, (5, 37)).astype(np.int64)
+    args = [np.array(dim, np.int64), np.array(descending)]
+    if stable is not None:
+        args.insert(0, np.array(stable))
+    values, indices = run_operator("aten::sort", [x, *args], n_outputs=2,
+                                   constants=list(range(1, len(args) + 1)), backend=backend)
+    want = torch.sort(torch.from_numpy(x), dim=dim, descending=descending, stable=True)
+    assert np.array_equal(values, want.values.numpy())
+    assert np.array_equal(indices, want.indices.numpy())   # ties in their original order
+
+
+def test_aten_sort_needs_known_arguments(rng):
+    x = rng.standard_normal(7).astype(np.float32)
+    with pytest.raises(kuiper.OperatorError, match="expected 3 inputs"):
+        run_operator("aten::sort", [x, np.array(-1, np.int64)], constants=[1])
+    with pytest.raises(kuiper.OperatorError, match="descending one bool"):
+        run_operator("aten::sort", [x, np.array(-1, np.int64), np.array(5, np.int64)],
+                     constants=[1, 2])
