@@ -8,7 +8,9 @@
 //
 // Rows (OFFS=1): row r belongs to the first group g with r < offs[g] (offs: each group's end,
 // non-decreasing, read as OFFS_T, which may be float: a cumsum of histc's counts); a row past
-// the last end belongs to no group and is 0. Batch (OFFS=0): item g of x times weight g.
+// the last end belongs to no group and is 0. Offsets out of order, which the CPU layer refuses,
+// cannot be refused here (a kernel has no way to fail): each row still goes to the first group
+// whose end is past it. Batch (OFFS=0): item g of x times weight g.
 // Global size (N, M, groups for a batch), rounded up.
 
 __kernel void grouped_mm(__global const float *x, __global const float *w,

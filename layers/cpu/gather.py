@@ -226,7 +226,11 @@ class Index(DataMovementLayer):
                                "lists")
             layer.constants = [None if v is None else np.asarray(v) for v in value]
         else:
-            layer.pattern = absorb_index_list(op)
+            # absorbing rewrites the operator: a second layer of it (the CPU layer an OpenCL
+            # twin falls back to) takes the pattern the first one found
+            if not hasattr(op, "index_pattern"):
+                op.index_pattern = absorb_index_list(op)
+            layer.pattern = op.index_pattern
         return layer
 
     def entries(self, inputs) -> list[tuple[TensorSpec, int | None] | None]:

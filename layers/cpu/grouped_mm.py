@@ -66,7 +66,7 @@ class GroupedMM(Layer):
         ends = np.asarray(offs)
         whole = ends.astype(np.int64)
         if (not np.array_equal(whole, ends) or (whole[:-1] > whole[1:]).any()
-                or (whole.size and not 0 <= whole[0] and whole[-1] <= rows)):
+                or (whole.size and not (0 <= whole[0] and whole[-1] <= rows))):
             raise self.op.error(f"offs {ends.tolist()} should be whole numbers, non-decreasing, "
                                 f"from 0 to the input's {rows} rows")
         return whole

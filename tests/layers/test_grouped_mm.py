@@ -79,8 +79,10 @@ def test_grouped_mm_bad_shapes(rng, shapes, message):
         run_operator("aten::_grouped_mm", inputs)
 
 
-def test_grouped_mm_offsets_out_of_order_are_an_error_on_the_cpu(rng):
+@pytest.mark.parametrize("offs", [[4, 2], [3, 9], [-1, 4], [2.5, 6]])
+def test_grouped_mm_bad_offsets_are_an_error_on_the_cpu(rng, offs):
     x, w = np.zeros((6, 4), np.float32), np.zeros((2, 4, 3), np.float32)
-    with pytest.raises(kuiper.KuiperError, match=r"offs \[4, 2\] should be whole numbers, "
-                                                 "non-decreasing"):
-        run_operator("aten::_grouped_mm", [x, w, np.array([4, 2], np.int32)])
+    dtype = np.float32 if isinstance(offs[0], float) else np.int32
+    with pytest.raises(kuiper.KuiperError, match=r"should be whole numbers, non-decreasing, "
+                                                 "from 0 to the input's 6 rows"):
+        run_operator("aten::_grouped_mm", [x, w, np.array(offs, dtype)])
