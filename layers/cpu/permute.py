@@ -24,8 +24,9 @@ class PermuteLayer(DataMovementLayer):
         raise NotImplementedError(f"{type(self).__name__}.permutation")
 
     def infer_specs(self, inputs):
-        if not inputs:  # a damaged file (the fuzzer found an aten::movedim of no inputs)
-            raise self.op.error("no input, expected the tensor whose dims it reorders")
+        if not inputs:  # a damaged file (the fuzzer found an aten::movedim of no inputs):
+            # the graph names the file, the line and the operator around this
+            raise ValueError("no input, expected the tensor whose dims it reorders")
         x = inputs[0]
         self.perm = self.permutation(len(x.shape), inputs)
         return [TensorSpec(tuple(x.shape[p] for p in self.perm), x.dtype)]
