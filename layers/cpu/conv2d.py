@@ -91,8 +91,9 @@ class ConvNd(Layer):
         else:  # F.convNd: weight/bias are inputs, or attributes when pnnx folded them in
             layer.weight = op.weight("weight", optional=True)
             layer.bias = op.weight("bias", optional=True)
+            if layer.weight is not None:
+                layer.check_weights(op)
         if layer.weight is not None:
-            layer.check_weights(op)
             layer.wmat, layer.bvec = layer.gemm_weights(layer.weight, layer.bias)
         return layer
 

@@ -74,7 +74,8 @@ class Expression(Layer):
                 isinstance(v, Symbolic) for v in result):
             raise self.op.error(f"expr={self.expr} is a list of ':' (None) and values known "
                                 "only at run time: only Tensor.index reads such an index list, "
-                                "and only when its items are plain inputs (@0, @1 ...)")
+                                "and only when its items are plain inputs (@0, @1 ...) or one "
+                                "computed item")
         return [spec_of(result)]
 
     def forward(self, inputs: Sequence[Any], epilogue=None, residual=None) -> list[Any]:

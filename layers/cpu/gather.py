@@ -144,10 +144,10 @@ def absorb_index_list(op: RuntimeOperator) -> list[int | None] | None:
         return None
     producer = op.inputs[1].producer
     expr = producer.params.get("expr") if producer.type == "pnnx.Expression" else None
-    if isinstance(expr, str) and not re.fullmatch(r"\[(None|@\d+)(,(None|@\d+))*\]", expr):
-        return computed_index_item(op, producer, expr)
     if not isinstance(expr, str):
         return None
+    if not re.fullmatch(r"\[(None|@\d+)(,(None|@\d+))*\]", expr):
+        return computed_index_item(op, producer, expr)
     items = expr[1:-1].split(",")
     refs = [int(item[1:]) for item in items if item != "None"]
     if any(k >= len(producer.inputs) for k in refs):

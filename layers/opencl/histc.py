@@ -20,10 +20,9 @@ class Histc(OpenCLLayer, histc.Histc):
                    "the device has no cl_khr_fp64, which the kernel's exact bin edges need")
             return self.fall_back_to_host(inputs, outputs, in_specs, out_specs, why)
         wg = work_group_size(x.numel)
-        auto = self.low == self.high
+        auto = self.low == self.high   # the data's own range, found by the kernel
         options = [f"-DWG={wg}", f"-DBINS={self.bins}", f"-DAUTO_RANGE={int(auto)}"]
         kernel = self.kernel("histc", options)
-        low, high = (self.low - 1, self.high + 1) if auto else (self.low, self.high)
-        kernel.set_args(inputs[0].data, outputs[0].data, np.int32(x.numel), np.float32(low),
-                        np.float32(high))
+        kernel.set_args(inputs[0].data, outputs[0].data, np.int32(x.numel),
+                        np.float32(self.low), np.float32(self.high))
         self.launches = [Launch(kernel, (self.bins * wg,), (wg,))]

@@ -21,7 +21,7 @@ import torch
 import kuiper
 from kuiper.core.log import KuiperWarning
 from kuiper.opencl.device import tuning_cache as tuning
-from kuiper.testing import write_operator_model
+from kuiper.testing import write_operator_model, write_param
 from tests.conftest import opencl_available
 
 needs_opencl = pytest.mark.skipif(not opencl_available(), reason="no OpenCL device")
@@ -326,14 +326,9 @@ def empty_batch_model(tmp_path, rng) -> str:
              "nn.Linear fc 1 1 2 3 bias=True in_features=256 out_features=5 "
              "@weight=(5,256)f32 @bias=(5)f32 #2=(0,256)f32 #3=(0,5)f32",
              "pnnx.Output out0 1 0 3"]
-    path = tmp_path / "empty.pnnx.param"
-    path.write_text(f"7767517\n{len(lines)} 4\n" + "\n".join(lines) + "\n")
-    import zipfile
-    with zipfile.ZipFile(tmp_path / "empty.pnnx.bin", "w") as z:
-        for name, shape in (("conv.weight", (4, 3, 3, 3)), ("fc.weight", (5, 256)),
-                            ("fc.bias", (5,))):
-            z.writestr(name, rng.standard_normal(shape).astype(np.float32).tobytes())
-    return str(path)
+    shapes = {"conv.weight": (4, 3, 3, 3), "fc.weight": (5, 256), "fc.bias": (5,)}
+    return write_param(tmp_path, lines, {name: rng.standard_normal(shape).astype(np.float32)
+                                         for name, shape in shapes.items()}, name="empty")
 
 
 @needs_opencl
